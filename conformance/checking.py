@@ -1,0 +1,89 @@
+"""How a check is declared: a plain function raising CheckFailure, tagged with requirement IDs.
+
+`property_check` wraps it in a hypothesis test over a strategy of JSON-able cases; `check`
+runs it once. Both replay a stored case instead when pytest is given `--arck-case FILE` naming
+that check, so a failure found once reruns exactly, against any target (H-02).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import given, seed
+from hypothesis.strategies import SearchStrategy
+
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure
+
+CaseFn = Callable[[CheckContext, Any], None]
+PlainFn = Callable[[CheckContext], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _tag(ids: tuple[str, ...], fn: Callable[..., Any], test: F) -> F:
+    test.__name__ = fn.__name__
+    test.__qualname__ = fn.__qualname__
+    test.__doc__ = fn.__doc__
+    test.__module__ = fn.__module__
+    marked: F = pytest.mark.requirement(*ids)(test)
+    return marked
+
+
+def property_check(*ids: str, cases: SearchStrategy[Any]) -> Callable[[CaseFn], Any]:
+    """A check run over many generated cases; the shrunk failing case is kept as its example."""
+
+    def decorate(fn: CaseFn) -> Any:
+        def test(arck: CheckContext, arck_replay_case: Any) -> None:
+            if arck_replay_case is not None:
+                _run(fn, arck, arck_replay_case)
+                return
+
+            @given(case=cases)
+            def explore(case: Any) -> None:
+                _run(fn, arck, case)
+
+            if arck.seed is not None:
+                explore = seed(arck.seed)(explore)
+            explore()
+
+        return _tag(ids, fn, test)
+
+    return decorate
+
+
+def check(*ids: str) -> Callable[[PlainFn], Any]:
+    """A check with one fixed scenario."""
+
+    def decorate(fn: PlainFn) -> Any:
+        def test(arck: CheckContext) -> None:
+            fn(arck)
+
+        return _tag(ids, fn, test)
+
+    return decorate
+
+
+def _run(fn: CaseFn, ctx: CheckContext, case: Any) -> None:
+    try:
+        fn(ctx, case)
+    except CheckFailure as failure:
+        if failure.example is None:
+            failure.example = case
+        raise
+
+
+def expect(
+    condition: bool,
+    requirement: str | tuple[str, ...],
+    expected: str,
+    seen: Callable[[], str] | str,
+    hint: str = "",
+) -> None:
+    """Raise a CheckFailure unless `condition`; `seen` may be lazy to keep passing checks cheap."""
+    if not condition:
+        raise CheckFailure(requirement, expected, seen() if callable(seen) else seen, hint=hint)
+
+
+__all__ = ["check", "expect", "property_check"]

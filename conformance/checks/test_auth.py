@@ -1,0 +1,59 @@
+"""AUTH: credentials and tenant boundaries (SPEC §9) for the configuration and dry-run API."""
+
+from __future__ import annotations
+
+from arck.conformance.checking import check, expect
+from arck.conformance.context import CheckContext
+from arck.conformance.judge import refused
+
+def _operations(ctx: CheckContext) -> list[tuple[str, str]]:
+    """Every operation the target documents, with path parameters filled in."""
+    version = ctx.version(1024)
+    fill = {
+        "{binding_id}": ctx.binding_id(),
+        "{tool_set_id}": version.tool_set_id,
+        "{agent_id}": version.agent_id,
+        "{agent_version}": version.agent_version,
+    }
+    doc = ctx.target.openapi().json_or_none()
+    paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
+    found: list[tuple[str, str]] = []
+    for path, item in paths.items():
+        for method in item:
+            if method.upper() not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+                continue
+            for k, v in fill.items():
+                path = path.replace(k, v)
+            found.append((method.upper(), path))
+    return found or [("POST", "/v1/tools/dry-run"), ("POST", "/v1/tool-sets")]
+
+
+@check("AUTH-01")
+def test_every_endpoint_needs_credentials(ctx: CheckContext) -> None:
+    for method, path in _operations(ctx):
+        body = b"{}" if method in ("POST", "PUT", "PATCH") else None
+        anonymous = ctx.target.request(method, path, content=body, role="none")
+        expect(refused(anonymous), "AUTH-01", f"{method} {path} without credentials refused",
+               anonymous.describe)
+        forged = ctx.target.request(method, path, content=body, role="forged")
+        expect(refused(forged), "AUTH-01", f"{method} {path} with an unknown token refused",
+               forged.describe)
+
+
+@check("AUTH-03")
+def test_tenants_are_isolated(ctx: CheckContext) -> None:
+    version = ctx.version(1024)
+    secret = "arck-tenant-secret-51c2"
+    reads = (
+        ctx.target.get_agent_version(version.agent_version, role="other_tenant"),
+        ctx.target.get_tool_set(version.tool_set_id, role="other_tenant"),
+        ctx.dry_run(version, {"note": secret}, role="other_tenant"),
+    )
+    for exchange in reads:
+        text = exchange.body.decode("utf-8", "replace")
+        expect(refused(exchange) and version.system_prompt not in text and secret not in text,
+               "AUTH-03", "another tenant's resources not readable", exchange.describe)
+    body = {"tool_set_id": version.tool_set_id, "system_prompt": "arck foreign"}
+    exchange = ctx.target.publish_agent_version(ctx.agent_id, body, role="other_tenant")
+    expect(refused(exchange), "AUTH-03",
+           "another tenant's tool set not usable in a new agent version", exchange.describe)

@@ -1,0 +1,438 @@
+"""BUD: tool result context budgets, observed through dry-run (SPEC §1, §3).
+
+Every expectation is computed here by the oracle from the requirement text; the target's own
+numbers are only ever compared against it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance import oracle
+from arck.conformance import strategies as s
+from arck.conformance.checking import expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure
+from arck.conformance.judge import answer, context_preview, refused
+
+PRESERVED_KEYS = ("id", "status", "state", "next_cursor", "cursor", "has_more", "total", "code",
+                  "error", "type")  # BUD-22
+SLACK_BYTES = 16  # BUD-13
+
+
+def _preview(ctx: CheckContext, budget: int, result: Any, rid: str | tuple[str, ...]) -> Any:
+    return context_preview(ctx.dry_run(ctx.version(budget), result), rid)
+
+
+def _text_projection(preview: dict[str, Any], rid: str | tuple[str, ...]) -> tuple[str, str]:
+    projected = preview["result"]
+    box = projected.get("preview") if isinstance(projected, dict) else None
+    head = box.get("head") if isinstance(box, dict) else None
+    tail = box.get("tail") if isinstance(box, dict) else None
+    if not isinstance(head, str) or not isinstance(tail, str):
+        raise CheckFailure(
+            rid,
+            "a projection object holding string preview.head and preview.tail",
+            f"{json.dumps(projected, ensure_ascii=False)[:300]}",
+        )
+    return head, tail
+
+
+cases_any = st.one_of(s.within_budget_cases(), s.over_budget_cases())
+
+
+@property_check("BUD-01", cases=cases_any)
+def test_size_is_canonical_utf8(ctx: CheckContext, case: Any) -> None:
+    """original_bytes is the length of the canonical compact JSON in UTF-8."""
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-01")
+    want = oracle.size(result)
+    expect(
+        preview["original_bytes"] == want,
+        "BUD-01",
+        f"original_bytes == {want} (canonical compact JSON, UTF-8)",
+        lambda: f"original_bytes == {preview['original_bytes']!r}",
+        hint="Measure with json.dumps(v, ensure_ascii=False, sort_keys=True, "
+        "separators=(',', ':'), allow_nan=False).encode('utf-8').",
+    )
+
+
+@st.composite
+def _envelopes(draw: st.DrawFn) -> tuple[Any, str]:
+    result = draw(s.json_values(max_leaves=6))
+    receipt_id = "arck-" + draw(s.adversarial_text(min_bytes=1, max_bytes=300))
+    return result, receipt_id
+
+
+@property_check("BUD-02", cases=_envelopes())
+def test_only_result_is_measured(ctx: CheckContext, case: Any) -> None:
+    """The receipt envelope (here a long, escaped receipt_id) never counts."""
+    result, receipt_id = case
+    exchange = ctx.dry_run(ctx.version(1024), result, receipt_id=receipt_id)
+    preview = context_preview(exchange, "BUD-02")
+    want = oracle.size(result)
+    expect(
+        preview["original_bytes"] == want,
+        "BUD-02",
+        f"original_bytes == {want}, the size of `result` alone",
+        lambda: f"{preview['original_bytes']!r} with a receipt_id of "
+        f"{oracle.size(receipt_id)} bytes",
+    )
+
+
+@property_check("BUD-03", "BUD-07", cases=s.over_budget_cases())
+def test_projection_fits_budget(ctx: CheckContext, case: Any) -> None:
+    """An over-budget result is projected, and everything the projection adds is counted."""
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-07")
+    expect(preview["truncated"] is True, "BUD-07", "truncated == true",
+           lambda: f"truncated == {preview['truncated']!r}")
+    got = oracle.size(preview["result"])
+    expect(
+        got <= budget,
+        "BUD-03",
+        f"the projection's canonical size <= budget {budget} (quotes, escapes, markers count)",
+        f"{got} bytes",
+    )
+    expect(
+        preview["retained_bytes"] == got,
+        "BUD-03",
+        f"retained_bytes == {got}, the projection's canonical size",
+        lambda: f"retained_bytes == {preview['retained_bytes']!r}",
+    )
+
+
+@st.composite
+def _byte_edges(draw: st.DrawFn) -> tuple[int, str, int]:
+    budget = draw(s.budgets())
+    unit = draw(st.sampled_from(("中", "😀", "é", "\\", '"', "\n", "\u2028", "ж")))
+    over = draw(st.sampled_from((0, 1)))
+    return budget, unit, over
+
+
+def _exact_string(unit: str, total: int) -> str:
+    """A string whose canonical size is exactly `total` bytes: units, then ASCII padding."""
+    cost = oracle.escaped_size(unit)
+    n = max(0, (total - 2) // cost)
+    text = unit * n
+    return text + "x" * (total - oracle.size(text))
+
+
+@property_check("BUD-04", "BUD-06", "BUD-07", cases=_byte_edges())
+def test_budget_is_bytes(ctx: CheckContext, case: Any) -> None:
+    """At exactly the budget nothing is cut; one byte over, it is (multibyte text, escapes)."""
+    budget, unit, over = case
+    result = _exact_string(unit, budget + over)
+    preview = _preview(ctx, budget, result, "BUD-04")
+    want = bool(over)
+    expect(
+        preview["truncated"] is want,
+        "BUD-04",
+        f"truncated == {str(want).lower()} for a {budget + over}-byte result "
+        f"({len(result)} characters) under a {budget}-byte budget",
+        lambda: f"truncated == {preview['truncated']!r}",
+        hint="The budget is bytes of canonical UTF-8, not characters, escapes or tokens.",
+    )
+
+
+@property_check("BUD-05", cases=s.unencodable_results())
+def test_unencodable_result_refused(ctx: CheckContext, case: Any) -> None:
+    """NaN, ±Infinity and lone surrogates are refused, never coerced (e.g. NaN → null)."""
+    version = ctx.version(1024)
+    body = {
+        "agent_version": version.agent_version,
+        "tool_name": version.tool_name,
+        "arguments": {},
+        "mock_receipts": [{"receipt_id": "arck-bad", "kind": "completed", "result": case}],
+    }
+    raw = json.dumps(body, ensure_ascii=True, allow_nan=True).encode("ascii")
+    exchange = ctx.target.dry_run(raw)
+    expect(
+        refused(exchange),
+        "BUD-05",
+        "the receipt refused with a 4xx error (the value cannot be encoded as JSON)",
+        exchange.describe,
+        hint=f"Reproduce: {exchange.as_curl()}",
+    )
+
+
+@property_check("BUD-06", cases=s.within_budget_cases())
+def test_within_budget_unchanged(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-06")
+    want = oracle.size(result)
+    seen = (preview["truncated"], preview["retained_bytes"], preview["original_bytes"])
+    expect(
+        seen == (False, want, want),
+        "BUD-06",
+        f"truncated == false and retained_bytes == original_bytes == {want}",
+        f"(truncated, retained, original) == {seen!r}",
+    )
+    expect(
+        oracle.canonically_equal(preview["result"], result),
+        "BUD-06",
+        "the result byte-identical to the original in canonical form",
+        lambda: f"{oracle.canonical_text(preview['result'])[:200]!r}",
+    )
+
+
+@property_check("BUD-08", cases=s.over_budget_cases())
+def test_projection_is_valid_json_and_unicode(ctx: CheckContext, case: Any) -> None:
+    """The answer decodes and parses strictly; no cut leaves a surrogate or adds U+FFFD."""
+    budget, result = case
+    preview = context_preview(ctx.dry_run(ctx.version(budget), result), "BUD-08")
+    original = oracle.canonical_text(result)
+    projected = oracle.canonical_text(preview["result"])
+    expect(
+        not oracle.introduced_replacement_chars(original, projected),
+        "BUD-08",
+        "no U+FFFD beyond those in the original",
+        f"{projected.count(chr(0xFFFD))} U+FFFD in the projection, "
+        f"{original.count(chr(0xFFFD))} in the original",
+        hint="A cut inside a UTF-8 sequence, decoded with errors='replace', does this.",
+    )
+
+
+@property_check("BUD-09", cases=s.over_budget_cases())
+def test_preview_is_head_and_tail(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    head, tail = _text_projection(_preview(ctx, budget, result, "BUD-09"), "BUD-09")
+    text = oracle.canonical_text(result)
+    expect(text.startswith(head), "BUD-09", "preview.head a prefix of the canonical text",
+           lambda: f"head ending {head[-40:]!r}; text begins {text[:len(head)][-40:]!r}")
+    expect(text.endswith(tail), "BUD-09", "preview.tail a suffix of the canonical text",
+           lambda: f"tail starting {tail[:40]!r}; text ends {text[len(text) - len(tail):][:40]!r}")
+    expect(len(head) + len(tail) < len(text), "BUD-09",
+           "head and tail not overlapping and shorter than the text",
+           f"{len(head)} + {len(tail)} characters of {len(text)}")
+
+
+@property_check("BUD-10", cases=s.over_budget_cases())
+def test_cuts_keep_clusters_and_escapes_whole(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    head, tail = _text_projection(_preview(ctx, budget, result, "BUD-10"), "BUD-10")
+    text = oracle.canonical_text(result)
+    for which, cut in (("head", len(head)), ("tail", len(text) - len(tail))):
+        around = text[max(0, cut - 8) : cut + 8]
+        why = oracle.split_cluster_at(text, cut)
+        expect(why is None, "BUD-10", f"the {which} cut on a grapheme cluster boundary",
+               lambda: f"cut at {cut} ({why}) in {around!r}")  # noqa: B023
+        expect(not oracle.inside_escape_at(text, cut), "BUD-10",
+               f"the {which} cut outside JSON escapes", f"cut at {cut} inside {around!r}")
+
+
+@property_check("BUD-11", cases=s.over_budget_cases())
+def test_preserved_fields_are_copied_exactly(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    projected = _preview(ctx, budget, result, "BUD-11")["result"]
+    preserved = projected.get("preserved_fields") if isinstance(projected, dict) else None
+    if preserved is None:
+        return
+    expect(isinstance(preserved, dict), "BUD-11", "preserved_fields an object",
+           f"{type(preserved).__name__}")
+    for location, value in preserved.items():
+        found, original = oracle.resolve_location(result, location)
+        expect(found, "BUD-11", f"location {location!r} to exist in the original",
+               "nothing there (an invented field)")
+        expect(oracle.canonically_equal(value, original), "BUD-11",
+               f"{location!r} == {oracle.canonical_text(original)[:120]}",
+               f"{oracle.canonical_text(value)[:120]}")
+
+
+@st.composite
+def _status_cases(draw: st.DrawFn) -> tuple[int, Any, str]:
+    budget, result = draw(s.over_budget_cases())
+    status = draw(st.sampled_from(("ok", "pending", "failed", "completed", "partial")))
+    return budget, {"status": status, "data": result}, status
+
+
+@property_check("BUD-12", cases=_status_cases())
+def test_status_fields_kept(ctx: CheckContext, case: Any) -> None:
+    budget, result, status = case
+    projected = _preview(ctx, budget, result, "BUD-12")["result"]
+    preserved = projected.get("preserved_fields") if isinstance(projected, dict) else None
+    kept = isinstance(preserved, dict) and any(
+        v == status and oracle.resolve_location(result, k) == (True, status)
+        for k, v in preserved.items()
+    )
+    expect(kept, "BUD-12", f"top-level status {status!r} kept in preserved_fields",
+           f"preserved_fields == {preserved!r}")
+
+
+def _kept_out(text: str, cut: int, step: int) -> int:
+    """Cost of the stretch from a cut to the next certain boundary, in direction `step`.
+
+    Between two ASCII characters outside an escape there is always a cluster boundary, so a
+    cut that stopped early to keep a cluster whole gave up at most this much.
+    """
+    escapes = oracle.EscapeIndex(text)
+    i = cut
+    while 0 < i < len(text):
+        nxt = i + step
+        if 0 < nxt < len(text) and text[nxt - 1].isascii() and text[nxt].isascii() \
+                and not escapes.inside(nxt):
+            i = nxt
+            break
+        i = nxt
+    lo, hi = sorted((cut, i))
+    return oracle.escaped_size(text[lo:hi])
+
+
+@property_check("BUD-13", cases=s.over_budget_cases())
+def test_budget_is_used(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-13")
+    head, tail = _text_projection(preview, "BUD-13")
+    text = oracle.canonical_text(result)
+    allowance = SLACK_BYTES + _kept_out(text, len(head), 1) + \
+        _kept_out(text, len(text) - len(tail), -1)
+    retained = oracle.size(preview["result"])
+    expect(
+        retained >= budget - allowance,
+        "BUD-13",
+        f"retained_bytes >= {budget - allowance} (budget {budget} − 16 − clusters kept out)",
+        f"{retained}",
+    )
+
+
+@property_check("BUD-14", cases=s.over_budget_cases())
+def test_projection_is_deterministic(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    version = ctx.version(budget)
+    first = context_preview(ctx.dry_run(version, result), "BUD-14")["result"]
+    second = context_preview(ctx.dry_run(version, result, receipt_id="arck-again"), "BUD-14")
+    expect(
+        oracle.canonical_bytes(first) == oracle.canonical_bytes(second["result"]),
+        "BUD-14",
+        "the same projection for the same result and budget",
+        "two different projections",
+    )
+
+
+def _list_punctuation(blocks: list[Any]) -> int:
+    return 2 + max(0, len(blocks) - 1)
+
+
+@property_check("BUD-19", cases=s.multimodal_over_budget_cases())
+def test_multimodal_only_text_is_cut(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-19")
+    projected = preview["result"]
+    blocks = oracle.non_text_blocks(result)
+    for i, block in enumerate(blocks):
+        expect(oracle.find_value(projected, block), "BUD-19",
+               f"non-text block {i} ({block['type']}) byte-identical in the projection",
+               "it is missing or altered")
+    text_part = oracle.size(projected) - sum(oracle.size(b) for b in blocks)
+    limit = budget + _list_punctuation(blocks)
+    expect(text_part <= limit, "BUD-19",
+           f"the text part of the projection <= {limit} bytes (non-text blocks excluded)",
+           f"{text_part} bytes", hint="Images, audio and files must not use the text budget.")
+
+
+@property_check("BUD-21", cases=st.one_of(s.over_budget_cases(), s.multimodal_over_budget_cases()))
+def test_projection_shape(ctx: CheckContext, case: Any) -> None:
+    """The reference profile's exact shape, text-only and multimodal."""
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-21")
+    projected = preview["result"]
+    blocks = oracle.non_text_blocks(result)
+    keys = {"preview", "truncation"} | ({"attachments"} if blocks else set())
+    got = set(projected) if isinstance(projected, dict) else set()
+    expect(got - {"preserved_fields"} == keys, "BUD-21", f"keys {sorted(keys)} (+ preserved_fields)",
+           f"{sorted(got)}")
+    expect(projected.get("preserved_fields", None) != {}, "BUD-21",
+           "preserved_fields left out when empty", "an empty preserved_fields")
+    expect(projected["truncation"] == {"original_bytes": oracle.size(result)}, "BUD-21",
+           f"truncation == {{'original_bytes': {oracle.size(result)}}}",
+           f"{projected['truncation']!r}")
+    source = result
+    if blocks:
+        expect(oracle.canonically_equal(projected["attachments"], blocks), "BUD-21",
+               "attachments == the non-text blocks, in order", "a different list")
+        source = {**result, "content": _placeholders(result["content"])}
+        text_size = oracle.size(projected) - oracle.size(blocks)
+        expect(text_size <= budget, "BUD-21", f"size − size(attachments) <= {budget}",
+               f"{text_size}")
+    text = oracle.canonical_text(source)
+    head, tail = _text_projection(preview, "BUD-21")
+    expect(text.startswith(head) and text.endswith(tail), "BUD-21",
+           "head and tail cut from the canonical text of the result with placeholders",
+           lambda: f"head {head[:60]!r}…, tail …{tail[-60:]!r}")
+
+
+def _placeholders(content: list[Any]) -> list[Any]:
+    out, n = [], 0
+    for block in content:
+        if block["type"] == "text":
+            out.append(block)
+        else:
+            out.append({"type": block["type"], "attachment": n})
+            n += 1
+    return out
+
+
+def _expected_preserved(result: Any, budget: int) -> dict[str, Any]:
+    """BUD-22 recomputed from its text: candidates, order, greedy fit with empty previews."""
+    candidates: list[tuple[int, str, Any]] = []
+    stack: list[tuple[str, Any, int]] = [("", result, 0)]
+    while stack:
+        path, node, depth = stack.pop()
+        if depth >= 3:
+            continue
+        items = node.items() if isinstance(node, dict) else enumerate(node) \
+            if isinstance(node, list) else ()
+        for key, child in items:
+            pointer = f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            if isinstance(child, dict | list):
+                stack.append((pointer, child, depth + 1))
+            elif isinstance(node, dict) and key in PRESERVED_KEYS and oracle.size(child) <= 128:
+                candidates.append((depth + 1, pointer, child))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    shell: dict[str, Any] = {"preview": {"head": "", "tail": ""},
+                             "truncation": {"original_bytes": oracle.size(result)}}
+    kept: dict[str, Any] = {}
+    for _, pointer, value in candidates:
+        trial = {**kept, pointer: value}
+        if oracle.size({**shell, "preserved_fields": trial}) <= budget:
+            kept = trial
+    return kept
+
+
+@property_check("BUD-22", cases=s.over_budget_cases())
+def test_preserved_fields_rule(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    projected = _preview(ctx, budget, result, "BUD-22")["result"]
+    want = _expected_preserved(result, budget)
+    got = projected.get("preserved_fields", {}) if isinstance(projected, dict) else None
+    expect(oracle.canonically_equal(got, want), "BUD-22",
+           f"preserved_fields == {json.dumps(want, ensure_ascii=False)[:300]}",
+           f"{json.dumps(got, ensure_ascii=False)[:300]}")
+
+
+def _limit_body(ctx: CheckContext, result_text: str) -> bytes:
+    version = ctx.version(1024)
+    head = json.dumps({"agent_version": version.agent_version, "tool_name": version.tool_name,
+                       "arguments": {}})[:-1]
+    receipt = '{"receipt_id":"arck-limit","kind":"completed","result":' + result_text + "}"
+    return (head + ',"mock_receipts":[' + receipt + "]}").encode("ascii")
+
+
+@property_check("BUD-23", cases=st.sampled_from(("depth", "digits")))
+def test_general_limits(ctx: CheckContext, case: Any) -> None:
+    """512 levels and 4,300 digits pass; one more is refused with the path named."""
+    inside, over = (
+        ("[" * 512 + "]" * 512, "[" * 513 + "]" * 513)
+        if case == "depth"
+        else ("1" * 4300, "1" * 4301)
+    )
+    fine = answer(ctx.target.dry_run(_limit_body(ctx, inside)), "BUD-23", example=case)
+    expect(isinstance(fine, dict) and fine.get("context_preview") is not None, "BUD-23",
+           f"a result at the limit ({case}) measured", f"{str(fine)[:200]}")
+    exchange = ctx.target.dry_run(_limit_body(ctx, over))
+    expect(refused(exchange) and "/mock_receipts/0/result" in exchange.body.decode("utf-8",
+           "replace"), "BUD-23", f"a result over the {case} limit refused naming "
+           "/mock_receipts/0/result…", exchange.describe)

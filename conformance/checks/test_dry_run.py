@@ -1,0 +1,113 @@
+"""DRY: the dry-run preview (SPEC §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance import oracle
+from arck.conformance import strategies as s
+from arck.conformance.checking import check, expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.judge import PREVIEW_KEYS, answer, names, refused
+
+NON_FINAL = ("accepted", "progress", "failed", "cancelled", "reconciliation_required", "submission")
+ROLES_ALLOWED = ("read_only", "config_read")  # runtime:read, configuration:read
+CURSOR_SCHEMA = {
+    "type": "object",
+    "properties": {"cursor": {"type": "string"}},
+    "required": ["cursor"],
+}
+
+
+@property_check("DRY-01", cases=st.one_of(s.within_budget_cases(), s.over_budget_cases()))
+def test_preview_fields(ctx: CheckContext, case: Any) -> None:
+    budget, result = case
+    data = answer(ctx.dry_run(ctx.version(budget), result), "DRY-01")
+    expect(isinstance(data, dict) and data.get("execution_verified") is False, "DRY-01",
+           "execution_verified == false", f"{str(data)[:200]}")
+    preview = data.get("context_preview")
+    expect(isinstance(preview, dict) and PREVIEW_KEYS <= preview.keys(), "DRY-01",
+           f"context_preview holding {sorted(PREVIEW_KEYS)}", f"{str(preview)[:200]}")
+    seen = {k: preview[k] for k in PREVIEW_KEYS - {"result"}}
+    want = {
+        "max_result_context_bytes": budget,
+        "original_bytes": oracle.size(result),
+        "retained_bytes": oracle.size(preview["result"]),
+        "truncated": oracle.size(result) > budget,
+    }
+    expect(seen == want, "DRY-01", f"{want}", f"{seen}")
+
+
+@property_check("DRY-02", cases=st.lists(st.sampled_from(NON_FINAL), max_size=4))
+def test_no_completed_receipt_no_preview(ctx: CheckContext, case: Any) -> None:
+    version = ctx.version(1024)
+    body = {
+        "agent_version": version.agent_version,
+        "tool_name": version.tool_name,
+        "arguments": {},
+        "mock_receipts": [
+            {"receipt_id": f"arck-{i}", "kind": kind, "result": {"n": i}}
+            for i, kind in enumerate(case)
+        ],
+    }
+    data = answer(ctx.target.dry_run(body), "DRY-02")
+    expect(isinstance(data, dict) and "context_preview" in data and
+           data["context_preview"] is None, "DRY-02",
+           f"context_preview == null with receipts of kinds {case}", f"{str(data)[:200]}")
+
+
+@check("DRY-05")
+def test_unknown_version_tool_and_bad_arguments(ctx: CheckContext) -> None:
+    version = ctx.version(1024, CURSOR_SCHEMA)
+    unknown = {"agent_version": "arck-no-such-version", "tool_name": version.tool_name,
+               "arguments": {"cursor": "a"}, "mock_receipts": []}
+    exchange = ctx.target.dry_run(unknown)
+    expect(exchange.status == 404, "DRY-05", "an unknown version refused as not found (404)",
+           exchange.describe)
+    missing_tool = {**unknown, "agent_version": version.agent_version, "tool_name": "arck.none"}
+    exchange = ctx.target.dry_run(missing_tool)
+    expect(exchange.status == 404, "DRY-05", "a tool not in the version refused as not found",
+           exchange.describe)
+    exchange = ctx.dry_run(version, {"ok": True}, arguments={"cursor": 7})
+    expect(refused(exchange) and names(exchange, "cursor"), "DRY-05",
+           "arguments not matching input_schema refused, naming the path (cursor)",
+           exchange.describe)
+
+
+@check("DRY-06")
+def test_caller_needs_permission_and_scope(ctx: CheckContext) -> None:
+    version = ctx.version(1024)
+    secret = "arck-secret-result-7f3a"
+    for role in ("no_permission", "no_scope"):
+        exchange = ctx.dry_run(version, {"note": secret}, role=role)
+        text = exchange.body.decode("utf-8", "replace")
+        leaked = [x for x in (secret, version.system_prompt, version.tool_set_id) if x in text]
+        expect(refused(exchange) and not leaked, "DRY-06",
+               f"a caller without {'a permission' if role == 'no_permission' else 'scope'} "
+               "refused, revealing nothing of the version", exchange.describe)
+    for role in ROLES_ALLOWED:
+        exchange = ctx.dry_run(version, {"note": secret}, role=role)
+        expect(200 <= exchange.status < 300, "DRY-06",
+               f"a caller with only {role.replace('_', ' ')} permission allowed",
+               exchange.describe)
+
+
+@check("DRY-07")
+def test_first_completed_receipt_previewed(ctx: CheckContext) -> None:
+    version = ctx.version(1024)
+    body = {
+        "agent_version": version.agent_version,
+        "tool_name": version.tool_name,
+        "arguments": {},
+        "mock_receipts": [
+            {"receipt_id": "arck-0", "kind": "progress", "result": {"n": 0}},
+            {"receipt_id": "arck-1", "kind": "completed", "result": {"n": 1}},
+            {"receipt_id": "arck-2", "kind": "completed", "result": {"n": 2, "x": "y" * 2000}},
+        ],
+    }
+    data = answer(ctx.target.dry_run(body), "DRY-07")
+    preview = data.get("context_preview") if isinstance(data, dict) else None
+    expect(isinstance(preview, dict) and preview.get("result") == {"n": 1}, "DRY-07",
+           "the first completed receipt (arck-1) previewed", f"{str(preview)[:200]}")

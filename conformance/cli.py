@@ -1,0 +1,251 @@
+"""The `arck` command line: serve the reference, run the suite, list requirements, replay."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import arck
+from arck.conformance import catalogue
+from arck.conformance.coverage import CHECKS_DIR, coverage
+from arck.conformance.display import Display
+from arck.conformance.outcomes import EXIT_USAGE
+from arck.simulator.errors import UsageError
+from arck.simulator.factory import DEV_TOKENS, MUTANT_CATALOGUE, REFERENCE_APP, load_object
+
+app = typer.Typer(
+    name="arck",
+    help="Agent Runtime Conformance Kit: check an agent runtime against the protocol.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(highlight=False)
+
+
+class SearchProfile(StrEnum):
+    quick = "quick"
+    ci = "ci"
+    thorough = "thorough"
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"arck {arck.__version__} (protocol {arck.PROTOCOL_REVISION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+    ] = False,
+) -> None:
+    """Agent Runtime Conformance Kit."""
+
+
+def pytest_args(
+    *,
+    target: str | None,
+    config: Path | None,
+    requirements: str | None,
+    seed: int | None,
+    max_examples: int | None,
+    profile: str,
+    strict: bool,
+    report_dir: Path | None,
+    case: Path | None = None,
+    check_timeout: float | None = None,
+) -> list[str]:
+    """The pytest command line that `arck run` and `arck replay` drive."""
+    args = [
+        str(CHECKS_DIR),
+        "--rootdir",
+        str(CHECKS_DIR),
+        "-c",
+        str(CHECKS_DIR / "pytest.ini"),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:terminal",
+        "--arck-profile",
+        profile,
+    ]
+    options: list[tuple[str, object]] = [
+        ("--arck-target", target),
+        ("--arck-config", config),
+        ("--arck-requirements", requirements),
+        ("--arck-seed", seed),
+        ("--arck-max-examples", max_examples),
+        ("--arck-report-dir", report_dir),
+        ("--arck-case", case),
+        ("--arck-check-timeout", check_timeout),
+    ]
+    for flag, value in options:
+        if value is not None:
+            args += [flag, str(value)]
+    if strict:
+        args.append("--arck-strict")
+    return args
+
+
+def _drive(args: list[str]) -> int:
+    code = pytest.main(args, plugins=[Display()])
+    return int(code) if int(code) in (0, 1, 2) else EXIT_USAGE
+
+
+@app.command()
+def run(
+    target: Annotated[
+        str | None,
+        typer.Option(help="reference | mutant:NAME | URL | app:pkg.mod:factory | adapter:…"),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="Target file (TOML).")] = None,
+    requirements: Annotated[
+        str | None, typer.Option(help="Only these areas or IDs, e.g. BUD,DRY-06.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for every random choice.")] = None,
+    max_examples: Annotated[int | None, typer.Option(help="Examples per property check.")] = None,
+    profile: Annotated[SearchProfile, typer.Option(help="Search effort.")] = SearchProfile.ci,
+    strict: Annotated[bool, typer.Option(help="Recommended failures fail the run too.")] = False,
+    report_dir: Annotated[Path, typer.Option(help="Where reports go.")] = Path("arck-reports"),
+    check_timeout: Annotated[
+        float | None, typer.Option(help="Seconds before a hung check is not testable.")
+    ] = None,
+) -> None:
+    """Run the conformance suite; exit 0 conformant, 1 not, 2 usage error or unreachable."""
+    if target is None and config is None:
+        console.print("arck run: give --target or --config (see arck run --help)")
+        raise typer.Exit(EXIT_USAGE)
+    args = pytest_args(
+        target=target,
+        config=config,
+        requirements=requirements,
+        seed=seed,
+        max_examples=max_examples,
+        profile=profile.value,
+        strict=strict,
+        report_dir=report_dir,
+        check_timeout=check_timeout,
+    )
+    raise typer.Exit(_drive(args))
+
+
+@app.command()
+def replay(
+    case: Annotated[Path, typer.Argument(help="A case file from a report's cases/ folder.")],
+    target: Annotated[str | None, typer.Option(help="The target to replay against.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Target file (TOML).")] = None,
+) -> None:
+    """Re-run one stored failing case: prints FIXED or STILL FAILING."""
+    try:
+        data = json.loads(case.read_text("utf-8"))
+        check_name = data["check"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        console.print(f"arck replay: {case} is not an arck case file ({exc})")
+        raise typer.Exit(EXIT_USAGE) from None
+    args = pytest_args(
+        target=target or ("reference" if config is None else None),
+        config=config,
+        requirements=None,
+        seed=data.get("seed"),
+        max_examples=None,
+        profile="quick",
+        strict=True,
+        report_dir=None,
+        case=case,
+    )
+    code = _drive(args)
+    verdict = {0: "FIXED", 1: "STILL FAILING"}.get(code, "NOT JUDGED")
+    console.print(f"{verdict}: {check_name} ({', '.join(data.get('requirements', []))})")
+    raise typer.Exit(code)
+
+
+@app.command()
+def requirements(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    unicode: Annotated[
+        bool, typer.Option("--unicode", help="Print the reference's Unicode version.")
+    ] = False,
+) -> None:
+    """The requirement catalogue and which checks cover each requirement."""
+    if unicode:
+        version = load_object("arck.reference.projection:unicode_version")()
+        console.print(f"reference grapheme segmentation: Unicode {version}")
+        return
+    cat = catalogue.load()
+    covered = coverage()
+    if as_json:
+        rows = [
+            {"id": r.id, "level": r.level, "area": r.area, "text": r.text,
+             "checks": covered.get(r.id, []), "pending": r.pending}
+            for r in cat.requirements
+        ]
+        typer.echo(json.dumps({"revision": cat.revision, "requirements": rows}, indent=1))
+        return
+    table = Table(title=f"protocol revision {cat.revision}")
+    for column in ("ID", "level", "checks"):
+        table.add_column(column)
+    for r in cat.requirements:
+        checks = covered.get(r.id)
+        table.add_row(r.id, r.level, ", ".join(checks) if checks else f"[dim]not covered[/]")
+    console.print(table)
+    n = sum(1 for r in cat.requirements if r.id in covered)
+    console.print(f"{n} of {len(cat.requirements)} requirements covered")
+
+
+@app.command()
+def mutants() -> None:
+    """The known-bad variants of the reference (`--target mutant:NAME`)."""
+    table = Table()
+    for column in ("name", "breaks", "what it does wrong"):
+        table.add_column(column)
+    for name, mutant in sorted(load_object(MUTANT_CATALOGUE).items()):
+        table.add_row(name, ", ".join(mutant.breaks), mutant.description)
+    console.print(table)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8780,
+    database: Annotated[
+        str, typer.Option(help="SQLite file, or :memory:.")
+    ] = "arck-reference.sqlite3",
+    target: Annotated[
+        str, typer.Option(help="What to serve: reference or mutant:NAME.")
+    ] = "reference",
+) -> None:
+    """Serve the reference engine (or a mutant) over HTTP for a manual or external run."""
+    import uvicorn
+
+    if target == "reference":
+        application = load_object(REFERENCE_APP)(database=database)
+    elif target.startswith("mutant:"):
+        application = load_object("arck.reference.mutants:build_app")(target[7:])
+    else:
+        console.print("arck serve: --target is reference or mutant:NAME")
+        raise typer.Exit(EXIT_USAGE)
+    console.print(f"arck reference engine on http://{host}:{port} (database {database})")
+    console.print("development credentials (tests only):")
+    for role, token in DEV_TOKENS.items():
+        console.print(f"  {role:<14} Bearer {token}")
+    console.print(f"check it: arck run --target http://{host}:{port}")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def main() -> None:
+    try:
+        app()
+    except UsageError as exc:
+        console.print(f"arck: {exc}")
+        raise SystemExit(EXIT_USAGE) from None
+
+

@@ -1,0 +1,96 @@
+"""The terminal consumer of run events: a progress bar on a terminal, plain lines in CI logs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from arck.conformance.events import CheckFinished, Event, RunFinished, RunStarted
+from arck.reports.model import Status
+
+STYLE = {
+    Status.PASS: "green",
+    Status.FAIL: "bold red",
+    Status.WARN: "yellow",
+    Status.NOT_APPLICABLE: "dim",
+    Status.NOT_TESTABLE: "bold magenta",
+    Status.NOT_COVERED: "dim",
+}
+
+
+class Display:
+    """Implements the `pytest_arck_event` hook."""
+
+    def __init__(self, console: Console | None = None, interactive: bool | None = None) -> None:
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        if interactive is None:
+            interactive = sys.stdout.isatty() and not os.environ.get("CI")
+        self.interactive = interactive
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def pytest_arck_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._started(event)
+        elif isinstance(event, CheckFinished):
+            self._finished(event)
+        elif isinstance(event, RunFinished):
+            self._done(event)
+
+    def _started(self, event: RunStarted) -> None:
+        t = event.target
+        self.console.print(
+            f"arck: {event.total} checks against {t.get('name')} ({t.get('kind')}, "
+            f"profile {t.get('profile')}), seed {event.seed}"
+        )
+        if self.interactive:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("checking", total=event.total)
+
+    def _finished(self, event: CheckFinished) -> None:
+        r = event.result
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, description=r.check_id)
+        if r.status in (Status.FAIL, Status.NOT_TESTABLE, Status.WARN):
+            style = STYLE[r.status]
+            self.console.print(
+                f"[{style}]{r.status.value.upper()}[/] {r.check_id} "
+                f"[{', '.join(r.requirements)}]: {r.message[:500]}",
+                markup=True,
+            )
+            if r.replay:
+                self.console.print(f"  replay: {r.replay}", markup=False)
+        elif not self.interactive:
+            self.console.print(f"{r.status.value:>14} {r.check_id}", markup=False)
+
+    def _done(self, event: RunFinished) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        report = event.report
+        summary = report.summary()
+        table = Table(title="requirements", show_edge=False)
+        for status in Status:
+            table.add_column(status.value, justify="right", style=STYLE[status])
+        table.add_row(*(str(summary["requirements"].get(s.value, 0)) for s in Status))
+        self.console.print(table)
+        checks = ", ".join(f"{n} {k}" for k, n in sorted(summary["checks"].items()))
+        self.console.print(f"checks: {checks}")
+        if event.report_dir:
+            self.console.print(f"reports: {event.report_dir}/report.html, report.json, junit.xml")
+        verdict = {0: "[green]conformant[/]", 1: "[bold red]not conformant[/]"}.get(
+            report.exit_code, "[bold red]not judged[/]"
+        )
+        self.console.print(f"{verdict} (exit {report.exit_code})", markup=True)

@@ -1,0 +1,37 @@
+"""Events from a run; the progress display and the report writers consume the same stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from arck.reports.model import CheckResult, RunReport
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    target: dict[str, Any]
+    seed: int | None
+    total: int
+
+
+@dataclass(frozen=True)
+class CheckFinished:
+    result: CheckResult
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    report: RunReport
+    report_dir: str | None
+
+
+Event = RunStarted | CheckFinished | RunFinished
+
+
+class hookspecs:  # noqa: N801 - pytest reads hook specifications from a namespace
+    """The hook other plugins (the CLI's display, for one) implement to receive events."""
+
+    @staticmethod
+    def pytest_arck_event(event: Event) -> None:
+        """Called for every arck event, in order."""

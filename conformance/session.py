@@ -1,0 +1,339 @@
+"""One conformance run inside pytest: selection, watchdog, statuses, cases, events, reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import arck
+from arck.conformance import catalogue, outcomes
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
+from arck.conformance.events import CheckFinished, RunFinished, RunStarted
+from arck.reports.model import CheckResult, RunReport, Status
+from arck.simulator.errors import TargetUnreachable
+from arck.simulator.factory import build_target
+from arck.simulator.target import HttpTarget, Target
+
+SEARCH_PROFILES = {"quick": 10, "ci": 40, "thorough": 300}
+MAX_EXAMPLE_CHARS = 4000
+
+
+def _register_hypothesis_profiles() -> None:
+    for name, examples in SEARCH_PROFILES.items():
+        settings.register_profile(
+            f"arck-{name}",
+            max_examples=examples,
+            deadline=None,  # a target over the network has no fixed latency
+            database=None,  # failures are kept as case files, not in a local database
+            derandomize=False,  # fixed inputs come from a fixed seed, so --seed still works
+            print_blob=False,
+            suppress_health_check=[
+                HealthCheck.too_slow,
+                HealthCheck.data_too_large,
+                HealthCheck.filter_too_much,
+            ],
+        )
+
+
+class ArckRun:
+    def __init__(
+        self,
+        config: pytest.Config,
+        *,
+        target_spec: str | None,
+        config_path: Path | None,
+        requirements: str | None,
+        search_profile: str,
+        max_examples: int | None,
+        seed: int,
+        report_dir: Path | None,
+        strict: bool,
+        case_file: Path | None,
+        check_timeout: float,
+    ) -> None:
+        self.config = config
+        self.target_spec = target_spec
+        self.config_path = config_path
+        self.catalogue = catalogue.load()
+        try:
+            self.selected = self.catalogue.select(requirements)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.requirements_arg = requirements
+        self.search_profile = search_profile
+        self.max_examples = max_examples
+        self.seed = seed
+        self.report_dir = report_dir
+        self.strict = strict
+        self.case = self._load_case(case_file) if case_file else None
+        self.check_timeout = check_timeout
+        self.results: list[CheckResult] = []
+        self.started_at = _now()
+        self._target: Target | None = None
+        self._context: CheckContext | None = None
+        self._started = time.monotonic()
+        self.exit_code: int | None = None
+        _register_hypothesis_profiles()
+        settings.load_profile(f"arck-{search_profile}")
+        if max_examples is not None:
+            settings.register_profile(
+                "arck-custom", settings(settings.default, max_examples=max_examples)
+            )
+            settings.load_profile("arck-custom")
+
+    # -- the target ------------------------------------------------------------------------
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            raise TargetUnreachable("the target was not built")
+        return self._target
+
+    @property
+    def context(self) -> CheckContext:
+        if self._context is None:
+            self._context = CheckContext(self.target, seed=self.seed)
+        return self._context
+
+    def target_info(self) -> dict[str, Any]:
+        if self._target is None:
+            return {"location": self.target_spec}
+        info = self._target.info
+        return {
+            "name": info.name,
+            "kind": info.kind,
+            "location": info.location,
+            "profile": info.profile,
+            "capabilities": list(info.capabilities),
+            "destructive": info.destructive,
+        }
+
+    def replay_target_flag(self) -> str:
+        parts = []
+        if self.target_spec:
+            parts.append(f"--target {self.target_spec}")
+        if self.config_path:
+            parts.append(f"--config {self.config_path}")
+        return " ".join(parts)
+
+    # -- pytest hooks ----------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            self._target = build_target(self.target_spec, self.config_path)
+            answer = self._target.health()
+        except UsageError as exc:
+            pytest.exit(f"arck: {exc}", returncode=outcomes.EXIT_USAGE)
+        except TargetUnreachable as exc:
+            pytest.exit(f"arck: target unreachable: {exc}", returncode=outcomes.EXIT_USAGE)
+        if answer.status >= 500:
+            pytest.exit(
+                f"arck: target unhealthy: {answer.describe()}", returncode=outcomes.EXIT_USAGE
+            )
+
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep, drop = [], []
+        for item in items:
+            ids = self.requirements_of(item)
+            wanted = bool(ids & self.selected)
+            if self.case is not None:
+                wanted = item.name == self.case.get("check")
+            (keep if wanted else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        config.hook.pytest_arck_event(
+            event=RunStarted(self.target_info(), self.seed, len(items))
+        )
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        ids = self.requirements_of(item)
+        if not ids:
+            raise UsageError(f"{item.nodeid}: a conformance check must carry requirement IDs")
+        for rid in sorted(ids):
+            item.user_properties.append(("requirement", rid))
+        level = self.level_of(item)
+        if level == "profile" and self.target.info.profile != "reference":
+            raise NotApplicable(outcomes.PROFILE_NOT_DECLARED)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        with _watchdog(self.check_timeout, item.nodeid):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        exc = call.excinfo.value if call.excinfo else None
+        finished = call.when == "call" or (call.when == "setup" and exc is not None)
+        if not finished:
+            return report
+        status, message = outcomes.classify(exc, self.level_of(item))
+        result = CheckResult(
+            check_id=self.check_id(item),
+            name=item.name,
+            requirements=sorted(self.requirements_of(item)),
+            status=status,
+            message=message,
+            duration_s=round(call.duration, 3),
+        )
+        if isinstance(exc, CheckFailure):
+            self._keep_case(item, exc, result)
+        item.user_properties.append(("arck_status", status.value))
+        if status is Status.NOT_APPLICABLE:
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), 0, f"not applicable: {message}")
+        elif status is Status.WARN:
+            report.outcome = "passed"
+            report.longrepr = None
+            report.sections.append(("arck warning (recommended)", message))
+        self.results.append(result)
+        item.config.hook.pytest_arck_event(event=CheckFinished(result))
+        return report
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._target is None or exitstatus in (
+            pytest.ExitCode.USAGE_ERROR,
+            pytest.ExitCode.INTERNAL_ERROR,
+            outcomes.EXIT_USAGE,
+        ):
+            return
+        rows = outcomes.requirement_matrix(
+            self.catalogue, self.results, self.selected, self.target.info.profile
+        )
+        code = outcomes.exit_code(rows, self.strict)
+        answered = not isinstance(self._target, HttpTarget) or self._target.exchanges > 0
+        if not answered or exitstatus == pytest.ExitCode.INTERRUPTED:
+            code = outcomes.EXIT_USAGE
+        report = RunReport(
+            arck_version=arck.__version__,
+            protocol_revision=self.catalogue.revision,
+            target=self.target_info(),
+            seed=self.seed,
+            started_at=self.started_at,
+            finished_at=_now(),
+            exit_code=code,
+            requirements=rows,
+            checks=self.results,
+            created=list(self.target.created),
+            settings={
+                "search_profile": self.search_profile,
+                "max_examples": settings.default.max_examples,
+                "strict": self.strict,
+                "requirements": self.requirements_arg or "all",
+                "duration_s": round(time.monotonic() - self._started, 2),
+            },
+        )
+        if self.report_dir is not None:
+            from arck.reports.writers import write_all
+
+            write_all(report, self.report_dir)
+        self.exit_code = code
+        session.exitstatus = code
+        session.config.hook.pytest_arck_event(
+            event=RunFinished(report, str(self.report_dir) if self.report_dir else None)
+        )
+        self.target.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def requirements_of(self, item: pytest.Item) -> set[str]:
+        ids: set[str] = set()
+        for mark in item.iter_markers("requirement"):
+            ids.update(mark.args)
+        return ids
+
+    def level_of(self, item: pytest.Item) -> str:
+        reqs = [self.catalogue.get(rid) for rid in self.requirements_of(item)]
+        return outcomes.strongest_level(reqs)
+
+    def check_id(self, item: pytest.Item) -> str:
+        module = item.module.__name__.rsplit(".", 1)[-1] if hasattr(item, "module") else ""
+        return f"{module.removeprefix('test_')}/{item.name}"
+
+    def replay_case_for(self, item: pytest.Item) -> Any:
+        if self.case is None or self.case.get("check") != item.name:
+            return None
+        return self.case["case"]
+
+    def _load_case(self, path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"--arck-case {path}: cannot read the case file: {exc}")
+        if not isinstance(data, dict) or not {"check", "case"} <= data.keys():
+            raise pytest.UsageError(f"--arck-case {path}: not an arck case file")
+        return data
+
+    def _keep_case(self, item: pytest.Item, failure: CheckFailure, result: CheckResult) -> None:
+        text = json.dumps(failure.example, ensure_ascii=True, allow_nan=True, default=repr)
+        result.example = (
+            failure.example
+            if len(text) <= MAX_EXAMPLE_CHARS
+            else f"({len(text)} characters; see the case file)"
+        )
+        if self.report_dir is None:
+            return
+        cases = self.report_dir / "cases"
+        cases.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.check_id) + ".json"
+        record = {
+            "check": item.name,
+            "check_id": result.check_id,
+            "requirements": result.requirements,
+            "seed": self.seed,
+            "target_profile": self.target.info.profile,
+            "message": result.message,
+            "case": json.loads(text),
+        }
+        (cases / name).write_text(
+            json.dumps(record, ensure_ascii=True, allow_nan=True, indent=1), "utf-8"
+        )
+        result.case_file = f"cases/{name}"
+        result.replay = f"arck replay {self.report_dir / 'cases' / name} {self.replay_target_flag()}"
+
+
+class _watchdog:  # noqa: N801 - used as a context manager, reads as a phrase
+    """Turns a hung check into CheckTimeout (not testable) instead of a hung CI job."""
+
+    def __init__(self, seconds: float, nodeid: str) -> None:
+        self.seconds, self.nodeid = seconds, nodeid
+        self.armed = (
+            seconds > 0
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def _fire(self, signum: int, frame: Any) -> None:
+        raise CheckTimeout(f"{self.nodeid} ran past {self.seconds:g} s (--check-timeout)")
+
+    def __enter__(self) -> None:
+        if self.armed:
+            self.previous = signal.signal(signal.SIGALRM, self._fire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -1,0 +1,310 @@
+"""The reference engine over HTTP: the wire profile of docs/profile.md (PRO-01..03, AUTH-01).
+
+FastAPI is used for routing, dependency order and the OpenAPI document, but not to read bodies:
+its JSON reader is the lenient `json.loads`, and it validates bodies before any dependency runs,
+which would answer 400/422 before 401/403. So each operation declares its body in the OpenAPI
+document only, and two dependencies run in order: the caller (401, then 403), then the body
+(413, then the engine's strict parser, 400). The engine validates what it receives (422).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from arck import PROTOCOL_REVISION
+from arck.reference.auth import Principal
+from arck.reference.engine import Engine
+from arck.reference.errors import (
+    ApiError,
+    BodyTooLarge,
+    InternalError,
+    MethodNotAllowed,
+    ValidationFailed,
+)
+from arck.reference.models import (
+    AgentVersion,
+    AgentVersionCreate,
+    Binding,
+    BindingCreate,
+    DryRunRequest,
+    DryRunResponse,
+    ErrorBody,
+    Health,
+    ToolSet,
+    ToolSetCreate,
+    pointer,
+)
+
+__all__ = ["ReferenceApp", "create_app"]
+
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    BindingCreate,
+    ToolSetCreate,
+    AgentVersionCreate,
+    DryRunRequest,
+)
+_ERROR_TEXT = {
+    400: "The body is not strict JSON (invalid_json).",
+    401: "Missing, malformed or unknown bearer token (unauthorized).",
+    403: "The credential lacks the permission or the agent scope (forbidden).",
+    404: "Unknown resource, or another tenant's (not_found).",
+    413: "The body is over 8 MiB (body_too_large).",
+    422: "Well-formed but invalid (validation_failed, removed_field, unknown_binding).",
+}
+_HTTP_CODES = {
+    400: "invalid_json",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "body_too_large",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": ErrorBody, "description": _ERROR_TEXT[s]} for s in statuses}
+
+
+def _body(model: type[BaseModel]) -> dict[str, Any]:
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def _respond(model: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="python"), status_code=status)
+
+
+def _error_response(exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers or None)
+
+
+class ReferenceApp(FastAPI):
+    """FastAPI whose OpenAPI document also holds the request bodies the engine reads itself."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema:
+            return self.openapi_schema
+        doc = get_openapi(
+            title=self.title,
+            version=self.version,
+            description=self.description,
+            routes=self.routes,
+        )
+        schemas: dict[str, Any] = doc.setdefault("components", {}).setdefault("schemas", {})
+        _, defs = models_json_schema(
+            [(model, "validation") for model in _REQUEST_MODELS],
+            ref_template="#/components/schemas/{model}",
+        )
+        for name, schema in defs.get("$defs", {}).items():
+            if schemas.setdefault(name, schema) != schema:
+                raise RuntimeError(f"two different schemas named {name!r} in the document")
+        # FastAPI documents its own 422 body for path parameters; ours never produces it.
+        for item in doc.get("paths", {}).values():
+            for operation in item.values():
+                default = operation.get("responses", {}).get("422", {})
+                if "HTTPValidationError" in str(default):
+                    del operation["responses"]["422"]
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        self.openapi_schema = doc
+        return doc
+
+
+def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> FastAPI:
+    """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`)."""
+    engine = engine if engine is not None else Engine(database=database)
+    app = ReferenceApp(
+        title="arck reference engine",
+        version=PROTOCOL_REVISION,
+        description="The reference profile of the agent runtime protocol (docs/profile.md).",
+    )
+    app.state.engine = engine
+    bearer: Any = Security(
+        HTTPBearer(auto_error=False, description="A credential: `Bearer <token>`.")
+    )
+    _install_handlers(app)
+
+    def caller(
+        operation: str, agent_param: str | None = None
+    ) -> Callable[..., Awaitable[Principal]]:
+        """Dependency: authenticate (401), then the permission and path agent scope (403)."""
+
+        async def dependency(
+            request: Request,
+            _: HTTPAuthorizationCredentials | None = bearer,
+        ) -> Principal:
+            principal = engine.authenticate(request.headers.get("authorization"))
+            agent_id = request.path_params.get(agent_param) if agent_param else None
+            engine.authorize(principal, engine.permissions[operation], agent_id)
+            return principal
+
+        return dependency
+
+    async def json_body(request: Request) -> Any:
+        """Dependency: the body, at most `engine.body_limit` bytes, parsed strictly."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > engine.body_limit:
+            raise BodyTooLarge(f"the body is over {engine.body_limit} bytes", "Content-Length")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > engine.body_limit:
+                raise BodyTooLarge(f"the body is over {engine.body_limit} bytes")
+            chunks.append(chunk)
+        return await run_in_threadpool(engine.parse_body, b"".join(chunks))
+
+    # Dependencies are defaults, not `Annotated` metadata: with postponed annotations FastAPI
+    # resolves annotation strings in module globals, where these closures do not exist.
+    body_dep: Any = Depends(json_body)
+    deps: dict[str, Any] = {op: Depends(caller(op)) for op in engine.permissions}
+    deps["publish_version"] = Depends(caller("publish_version", "agent_id"))
+
+    @app.get("/v1/health", response_model=Health, responses=_errors(401), tags=["health"])
+    def health(principal: Principal = deps["health"]) -> JSONResponse:
+        """Reachability check for the harness; needs a credential like everything else."""
+        return _respond(Health())
+
+    @app.post(
+        "/v1/bindings",
+        status_code=201,
+        response_model=Binding,
+        responses=_errors(400, 401, 403, 413, 422),
+        openapi_extra=_body(BindingCreate),
+        tags=["configuration"],
+    )
+    def create_binding(
+        principal: Principal = deps["publish_binding"], body: Any = body_dep
+    ) -> JSONResponse:
+        return _respond(engine.publish_binding(principal, body), 201)
+
+    @app.get(
+        "/v1/bindings/{binding_id}",
+        response_model=Binding,
+        responses=_errors(401, 403, 404),
+        tags=["configuration"],
+    )
+    def get_binding(binding_id: str, principal: Principal = deps["get_binding"]) -> JSONResponse:
+        return _respond(engine.get_binding(principal, binding_id))
+
+    @app.post(
+        "/v1/tool-sets",
+        status_code=201,
+        response_model=ToolSet,
+        responses=_errors(400, 401, 403, 413, 422),
+        openapi_extra=_body(ToolSetCreate),
+        tags=["configuration"],
+    )
+    def create_tool_set(
+        principal: Principal = deps["publish_tool_set"], body: Any = body_dep
+    ) -> JSONResponse:
+        return _respond(engine.publish_tool_set(principal, body), 201)
+
+    @app.get(
+        "/v1/tool-sets/{tool_set_id}",
+        response_model=ToolSet,
+        responses=_errors(401, 403, 404),
+        tags=["configuration"],
+    )
+    def get_tool_set(tool_set_id: str, principal: Principal = deps["get_tool_set"]) -> JSONResponse:
+        return _respond(engine.get_tool_set(principal, tool_set_id))
+
+    @app.post(
+        "/v1/agents/{agent_id}/versions",
+        status_code=201,
+        response_model=AgentVersion,
+        responses=_errors(400, 401, 403, 404, 413, 422),
+        openapi_extra=_body(AgentVersionCreate),
+        tags=["configuration"],
+    )
+    def create_version(
+        agent_id: str,
+        principal: Principal = deps["publish_version"],
+        body: Any = body_dep,
+    ) -> JSONResponse:
+        return _respond(engine.publish_version(principal, agent_id, body), 201)
+
+    @app.get(
+        "/v1/agent-versions/{agent_version}",
+        response_model=AgentVersion,
+        responses=_errors(401, 403, 404),
+        tags=["configuration"],
+    )
+    def get_version(agent_version: str, principal: Principal = deps["get_version"]) -> JSONResponse:
+        return _respond(engine.get_version(principal, agent_version))
+
+    @app.post(
+        "/v1/tools/dry-run",
+        response_model=DryRunResponse,
+        responses=_errors(400, 401, 403, 404, 413, 422),
+        openapi_extra=_body(DryRunRequest),
+        tags=["tools"],
+    )
+    def dry_run(principal: Principal = deps["dry_run"], body: Any = body_dep) -> JSONResponse:
+        return _respond(engine.dry_run_body(principal, body))
+
+    _immutable(app, "/v1/tool-sets/{tool_set_id}", "published tool sets are immutable", deps)
+    _immutable(app, "/v1/agent-versions/{agent_version}", "agent versions are immutable", deps)
+    return app
+
+
+def _immutable(app: FastAPI, path: str, why: str, deps: dict[str, Any]) -> None:
+    """DEF-04: PUT, PATCH and DELETE answer 405 (after 401) and change nothing."""
+
+    def refuse(principal: Principal = deps["health"]) -> JSONResponse:
+        raise MethodNotAllowed(
+            f"{why} (DEF-04); publish a new one instead", "", headers={"Allow": "GET"}
+        )
+
+    app.add_api_route(path, refuse, methods=["PUT", "PATCH", "DELETE"], include_in_schema=False)
+
+
+def _location(loc: Sequence[Any]) -> str:
+    """A FastAPI error location as a body JSON Pointer, or the parameter's name."""
+    if loc and loc[0] == "body":
+        return pointer(list(loc[1:]))
+    if len(loc) >= 2 and loc[0] in {"path", "query", "header", "cookie"}:
+        return str(loc[1])
+    return pointer(list(loc))
+
+
+def _install_handlers(app: FastAPI) -> None:
+    """Every answer other than success is a PRO-03 error body; nothing escapes as a bare 500."""
+
+    async def api_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return _error_response(exc)
+
+    async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        path = _location(first.get("loc", ()))
+        message = f"{path or 'the body'}: {first.get('msg', 'invalid request')}"
+        return _error_response(ValidationFailed(message, path))
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        code = _HTTP_CODES.get(exc.status_code, "validation_failed")
+        body = {"error": {"code": code, "message": str(exc.detail), "path": ""}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return _error_response(InternalError("internal error; this is a bug in arck"))
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)

@@ -1,0 +1,272 @@
+"""The reference engine's business rules, behind the HTTP app (DEF, DRY, AUTH, PRO-01/02).
+
+Each rule is one method, so a known-bad variant (reference/mutants) subclasses `Engine` and
+replaces exactly one: the body parser, a validator, the permission check, the projector. The
+HTTP layer only authenticates, reads bytes and renders answers. Checks run in the order
+401 → 403 → 404 → 422; where the resource is named inside the body (dry-run), it is looked up
+before the rest of the body is validated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Set
+from typing import Any, ClassVar, TypeVar
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+from pydantic import BaseModel, ValidationError
+from referencing.exceptions import Unresolvable
+
+from arck.reference.auth import (
+    CONFIG_READ,
+    CONFIG_WRITE,
+    DEV_CREDENTIALS,
+    DRY_RUN,
+    Principal,
+    authenticate,
+)
+from arck.reference.canonical import ResultLimitError, check_limits
+from arck.reference.errors import (
+    Forbidden,
+    InvalidJSON,
+    NotFound,
+    RemovedField,
+    UnknownBinding,
+    ValidationFailed,
+)
+from arck.reference.models import (
+    MAX_BUDGET,
+    MIN_BUDGET,
+    REMOVED_FIELDS,
+    AgentVersion,
+    AgentVersionCreate,
+    Binding,
+    BindingCreate,
+    ContextPreview,
+    DryRunRequest,
+    DryRunResponse,
+    PublishedTool,
+    ToolSet,
+    ToolSetCreate,
+    find_removed_field,
+    pointer,
+    validation_failed,
+)
+from arck.reference.projection import Projector
+from arck.reference.store import Store
+from arck.reference.strictjson import StrictJSONError, loads_strict
+
+__all__ = ["BODY_LIMIT", "Engine"]
+
+BODY_LIMIT = 8 * 1024 * 1024  # PRO-02: bodies over 8 MiB are refused with 413
+_M = TypeVar("_M", bound=BaseModel)
+# A tool author's schema can fail in ways jsonschema does not classify as validation errors.
+_SCHEMA_FAILURES = (Unresolvable, RecursionError, re.error, ValueError, TypeError, OverflowError)
+
+
+class Engine:
+    """Bindings, tool sets, agent versions and dry-runs for the tenants of one store."""
+
+    min_budget: ClassVar[int] = MIN_BUDGET
+    max_budget: ClassVar[int] = MAX_BUDGET
+    body_limit: ClassVar[int] = BODY_LIMIT
+    # The permissions each operation needs, any one of them (profile wire table).
+    permissions: ClassVar[Mapping[str, frozenset[str]]] = {
+        "publish_binding": frozenset({CONFIG_WRITE}),
+        "get_binding": frozenset({CONFIG_READ}),
+        "publish_tool_set": frozenset({CONFIG_WRITE}),
+        "get_tool_set": frozenset({CONFIG_READ}),
+        "publish_version": frozenset({CONFIG_WRITE}),
+        "get_version": frozenset({CONFIG_READ}),
+        "dry_run": DRY_RUN,
+        "health": frozenset(),
+    }
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        database: str = ":memory:",
+        credentials: Mapping[str, Principal] = DEV_CREDENTIALS,
+        projector: Projector | None = None,
+    ) -> None:
+        self.store = store if store is not None else Store(database)
+        self.credentials = credentials
+        self.projector = projector if projector is not None else Projector()
+
+    # -- callers -------------------------------------------------------------------------------
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        return authenticate(authorization, self.credentials)
+
+    def authorize(
+        self,
+        principal: Principal,
+        permissions: Set[str],
+        agent_id: str | None,
+        *,
+        path: str = "agent_id",
+    ) -> None:
+        """403 unless the caller holds one of `permissions` (if any) and covers `agent_id`."""
+        if permissions and not permissions & principal.permissions:
+            wanted = " or ".join(sorted(permissions))
+            raise Forbidden(f"the credential lacks the permission {wanted}", "Authorization")
+        if agent_id is not None and not principal.covers(agent_id):
+            # DRY-06: the message names nothing of the resource.
+            raise Forbidden("the credential's agent scope does not cover this agent", path)
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def parse_body(self, body: bytes) -> Any:
+        """PRO-01: strict JSON, or 400 `invalid_json`."""
+        try:
+            return loads_strict(body)
+        except StrictJSONError as exc:
+            raise InvalidJSON(f"the body is not strict JSON: {exc.message}", exc.path) from None
+
+    def _validate(self, model: type[_M], data: object, **context: Any) -> _M:
+        try:
+            return model.model_validate(data, strict=True, context=context)
+        except ValidationError as exc:
+            raise validation_failed(exc) from None
+
+    def validate_binding(self, data: object) -> BindingCreate:
+        return self._validate(BindingCreate, data)
+
+    def validate_tool_set(self, data: object) -> ToolSetCreate:
+        """DEF-01..03: removed settings first (422 `removed_field`), then the strict model."""
+        found = find_removed_field(data)
+        if found is not None:
+            path, name = found
+            raise RemovedField(
+                f"{path}: {REMOVED_FIELDS[name]} and has no alias; "
+                "set max_result_context_bytes (bytes, 1024..32768) instead",
+                path,
+            )
+        return self._validate(
+            ToolSetCreate, data, min_budget=self.min_budget, max_budget=self.max_budget
+        )
+
+    def validate_version(self, data: object) -> AgentVersionCreate:
+        return self._validate(AgentVersionCreate, data)
+
+    def validate_dry_run(self, data: object) -> DryRunRequest:
+        return self._validate(DryRunRequest, data)
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def publish_binding(self, principal: Principal, data: object) -> Binding:
+        request = self.validate_binding(data)
+        return self.store.add_binding(principal.tenant, request.name, request.description)
+
+    def get_binding(self, principal: Principal, binding_id: str) -> Binding:
+        binding = self.store.binding(principal.tenant, binding_id)
+        if binding is None:
+            raise NotFound("no binding with this id", "binding_id")
+        return binding
+
+    def publish_tool_set(self, principal: Principal, data: object) -> ToolSet:
+        """DEF-02..06: validate, check every binding, then store the tool set immutably."""
+        request = self.validate_tool_set(data)
+        for i, tool in enumerate(request.tools):
+            self.check_binding(principal, tool.binding_id, f"/tools/{i}/binding_id")
+        tools = [PublishedTool.model_validate(tool.model_dump()) for tool in request.tools]
+        return self.store.add_tool_set(principal.tenant, request.name, tools)
+
+    def check_binding(self, principal: Principal, binding_id: str, path: str) -> None:
+        """DEF-06: the binding must be registered for the caller's tenant."""
+        if self.store.binding(principal.tenant, binding_id) is None:
+            raise UnknownBinding(f"{path}: no registered binding {binding_id[:64]!r}", path)
+
+    def get_tool_set(
+        self, principal: Principal, tool_set_id: str, *, path: str = "tool_set_id"
+    ) -> ToolSet:
+        tool_set = self.store.tool_set(principal.tenant, tool_set_id)
+        if tool_set is None:
+            raise NotFound("no tool set with this id", path)
+        return tool_set
+
+    def publish_version(self, principal: Principal, agent_id: str, data: object) -> AgentVersion:
+        request = self.validate_version(data)
+        self.get_tool_set(principal, request.tool_set_id, path="/tool_set_id")
+        return self.store.add_version(
+            principal.tenant, agent_id, request.tool_set_id, request.system_prompt
+        )
+
+    def get_version(
+        self, principal: Principal, version_id: str, *, path: str = "agent_version"
+    ) -> AgentVersion:
+        """404 for an unknown version or another tenant's; 403 outside the caller's scope."""
+        version = self.store.version(principal.tenant, version_id)
+        if version is None:
+            raise NotFound("no agent version with this id", path)
+        self.authorize(principal, frozenset(), version.agent_id, path=path)
+        return version
+
+    # -- dry-run -------------------------------------------------------------------------------
+
+    def find_tool(
+        self, principal: Principal, version: AgentVersion, tool_name: str
+    ) -> PublishedTool:
+        tool_set = self.get_tool_set(principal, version.tool_set_id, path="/agent_version")
+        for tool in tool_set.tools:
+            if tool.name == tool_name:
+                return tool
+        raise NotFound("no tool with this name in the agent version", "/tool_name")
+
+    def dry_run_body(self, principal: Principal, data: object) -> DryRunResponse:
+        """Look up the version and tool named in the body (403/404) before validating it (422)."""
+        if isinstance(data, dict) and isinstance(data.get("agent_version"), str):
+            version = self.get_version(principal, data["agent_version"], path="/agent_version")
+            if isinstance(data.get("tool_name"), str):
+                self.find_tool(principal, version, data["tool_name"])
+        return self.dry_run(principal, self.validate_dry_run(data))
+
+    def dry_run(self, principal: Principal, request: DryRunRequest) -> DryRunResponse:
+        """DRY-01..07: preview the first completed mock receipt; run, call and dispatch nothing."""
+        version = self.get_version(principal, request.agent_version, path="/agent_version")
+        tool = self.find_tool(principal, version, request.tool_name)
+        self.check_arguments(tool, request.arguments)
+        for i, receipt in enumerate(request.mock_receipts):
+            self.check_result(receipt.result, f"/mock_receipts/{i}/result")
+        completed = [r for r in request.mock_receipts if r.kind == "completed"]
+        if not completed:
+            return DryRunResponse(context_preview=None)
+        return DryRunResponse(
+            context_preview=self.preview(completed[0].result, tool.max_result_context_bytes)
+        )
+
+    def check_arguments(self, tool: PublishedTool, arguments: dict[str, Any]) -> None:
+        """DRY-05: arguments must match the tool's input_schema; the error names the path."""
+        try:
+            error = best_match(Draft202012Validator(tool.input_schema).iter_errors(arguments))
+        except _SCHEMA_FAILURES as exc:
+            raise ValidationFailed(
+                f"/arguments: cannot be checked against the tool's input_schema "
+                f"({type(exc).__name__})",
+                "/arguments",
+            ) from None
+        if error is not None:
+            path = "/arguments" + pointer(list(error.absolute_path))
+            raise ValidationFailed(f"{path}: {error.message[:300]}", path)
+
+    def check_result(self, result: Any, path: str) -> None:
+        """BUD-23: a result beyond the nesting or digit limit is refused, naming the path."""
+        try:
+            check_limits(result)
+        except ResultLimitError as exc:
+            raise ValidationFailed(f"{path}{exc.path}: {exc.message}", path + exc.path) from None
+
+    def preview(self, result: Any, budget: int) -> ContextPreview:
+        projected = self.projector.project(result, budget)
+        return ContextPreview(
+            max_result_context_bytes=budget,
+            original_bytes=projected.original_bytes,
+            retained_bytes=projected.retained_bytes,
+            truncated=projected.truncated,
+            result=projected.result,
+        )
+
+    def close(self) -> None:
+        self.store.close()

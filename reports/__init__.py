@@ -1,0 +1,33 @@
+"""The run report and its writers: JUnit XML for CI, JSON for machines, HTML for people.
+
+Imports nothing else from arck: `conformance` fills in a `RunReport` and hands it over.
+"""
+
+from __future__ import annotations
+
+from arck.reports.html import check_anchor, render_html, write_html
+from arck.reports.json_report import SCHEMA_VERSION, render_json, report_schema, write_json
+from arck.reports.junit import JUNIT_OUTCOMES, Outcome, render_junit, write_junit
+from arck.reports.model import CheckResult, RequirementRow, RunReport, Status
+from arck.reports.writers import REPORT_FILES, Writer, write_all
+
+__all__ = [
+    "JUNIT_OUTCOMES",
+    "REPORT_FILES",
+    "SCHEMA_VERSION",
+    "CheckResult",
+    "Outcome",
+    "RequirementRow",
+    "RunReport",
+    "Status",
+    "Writer",
+    "check_anchor",
+    "render_html",
+    "render_json",
+    "render_junit",
+    "report_schema",
+    "write_all",
+    "write_html",
+    "write_json",
+    "write_junit",
+]

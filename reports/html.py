@@ -1,0 +1,93 @@
+"""One self-contained HTML page for people: header, requirement matrix, failures.
+
+Everything is inline (CSS, a few lines of JS), so the file can be mailed, attached to a CI run
+or opened offline. Jinja2 autoescapes every value: messages and examples are test inputs and
+may hold markup.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from arck.reports._text import pretty_json, visible, write_bytes
+from arck.reports.model import CheckResult, RunReport, Status
+
+# Most urgent first: the order of the summary, of the failures section and of status sorting.
+_ORDER = (
+    Status.FAIL,
+    Status.NOT_TESTABLE,
+    Status.WARN,
+    Status.NOT_COVERED,
+    Status.NOT_APPLICABLE,
+    Status.PASS,
+)
+_DETAILED = frozenset({Status.FAIL, Status.NOT_TESTABLE, Status.WARN})
+
+
+def check_anchor(check_id: str) -> str:
+    """The HTML id of a check's entry, so a terminal can print `report.html#check-…`."""
+    return "check-" + (re.sub(r"[^a-z0-9]+", "-", check_id.lower()).strip("-") or "unnamed")
+
+
+def render_html(report: RunReport) -> str:
+    """The HTML page for `report`."""
+    detailed = sorted(
+        (c for c in report.checks if c.status in _DETAILED), key=lambda c: _ORDER.index(c.status)
+    )
+    page = _template().render(
+        report=report,
+        summary=report.summary(),
+        order=[s.value for s in _ORDER],
+        rank={s.value: i for i, s in enumerate(_ORDER)},
+        target=[(k, _fmt(v)) for k, v in report.target.items()],
+        settings=[(k, _fmt(v)) for k, v in report.settings.items()],
+        req_ids={r.id for r in report.requirements},
+        anchors={c.check_id: check_anchor(c.check_id) for c in detailed},
+        failures=[_entry(c) for c in detailed],
+        checks=sorted(report.checks, key=lambda c: _ORDER.index(c.status)),
+    )
+    return visible(page)  # lone surrogates, NUL and ESC from inputs shown as \uXXXX
+
+
+def write_html(report: RunReport, path: Path) -> None:
+    """Write `render_html(report)` to `path`."""
+    write_bytes(path, render_html(report).encode("utf-8"))
+
+
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("arck.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html.j2")
+
+
+def _entry(check: CheckResult) -> dict[str, Any]:
+    return {
+        "check": check,
+        "anchor": check_anchor(check.check_id),
+        "example": None if check.example is None else pretty_json(check.example),
+    }
+
+
+def _fmt(value: Any) -> str:
+    """A target or settings value on one line."""
+    if value is None:
+        return "—"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, set | frozenset):
+        value = sorted(value, key=repr)
+    if isinstance(value, list | tuple):
+        return ", ".join(_fmt(v) for v in value) or "—"
+    return str(value)

@@ -1,0 +1,79 @@
+"""The run report: the one data shape every writer renders.
+
+It lives in `reports/` so the writers depend on nothing else in the project; `conformance/`
+fills it in from the event stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    """One status list for checks and requirements, mapped once to JUnit (see `junit.py`)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"  # a recommended requirement failed
+    NOT_APPLICABLE = "not_applicable"  # optional capability or profile not declared
+    NOT_TESTABLE = "not_testable"  # a prerequisite or setup failed, or the target hung
+    NOT_COVERED = "not_covered"  # no check for it in this run
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check (one pytest item)."""
+
+    check_id: str  # stable id, e.g. "budget/test_projection_fits_budget"
+    name: str
+    requirements: list[str]
+    status: Status
+    message: str = ""  # expected / seen / next step; empty on pass
+    example: Any = None  # the minimal (shrunk) failing input, JSON-able
+    case_file: str | None = None  # path of the saved case, relative to the report dir
+    replay: str | None = None  # one shell line that replays this failure
+    duration_s: float = 0.0
+
+
+@dataclass
+class RequirementRow:
+    """One line of the requirement matrix."""
+
+    id: str
+    level: str  # core | recommended | profile
+    area: str
+    text: str
+    status: Status
+    checks: list[str] = field(default_factory=list)
+    reason: str = ""  # why not applicable / not covered / not testable
+
+
+@dataclass
+class RunReport:
+    arck_version: str
+    protocol_revision: str
+    target: dict[str, Any]  # name, url or adapter, profile, capabilities; never credentials
+    seed: int | None
+    started_at: str  # ISO 8601 UTC
+    finished_at: str
+    exit_code: int
+    requirements: list[RequirementRow]
+    checks: list[CheckResult]
+    created: list[str] = field(default_factory=list)  # resources the run created on the target
+    settings: dict[str, Any] = field(default_factory=dict)  # profile, max_examples, strict, ...
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Counts by status, for checks and for requirements."""
+        out: dict[str, dict[str, int]] = {"checks": {}, "requirements": {}}
+        for c in self.checks:
+            out["checks"][c.status.value] = out["checks"].get(c.status.value, 0) + 1
+        for r in self.requirements:
+            out["requirements"][r.status.value] = out["requirements"].get(r.status.value, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["summary"] = self.summary()
+        return data

@@ -1,0 +1,11 @@
+"""Errors the target layer raises; `arck.conformance.errors` re-exports them in its tree."""
+
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad flags, a bad target file, an unknown mutant: the harness was misused (exit 2)."""
+
+
+class TargetUnreachable(Exception):
+    """The target answered nothing: exit code 2, never a pass."""

@@ -1,0 +1,122 @@
+"""Build a target by name: `reference`, `mutant:NAME`, a URL, or a target file's adapter or app.
+
+The in-process reference and its mutants are named by dotted path only, so this layer never
+imports the engine (ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from arck.simulator.errors import UsageError
+from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
+from arck.simulator.targetfile import ROLES, TargetFile, load
+
+REFERENCE_APP = "arck.reference.app:create_app"
+MUTANT_CATALOGUE = "arck.reference.mutants:CATALOGUE"
+MUTANT_BUILDER = "arck.reference.mutants:build_app"
+
+# The reference's development credentials, as documented in docs/profile.md.
+DEV_TOKENS: dict[str, str | None] = {
+    "full": "arck-dev-full",
+    "read_only": "arck-dev-readonly",
+    "config_read": "arck-dev-configread",
+    "no_permission": "arck-dev-noperm",
+    "no_scope": "arck-dev-noscope",
+    "other_tenant": "arck-dev-other",
+}
+IN_PROCESS_URL = "http://reference.arck.invalid"
+
+
+def load_object(dotted: str) -> Any:
+    """Import `package.module:attribute`, with a usage error that says what was wrong."""
+    module_name, _, attribute = dotted.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"{dotted!r} is not a dotted path of the form 'package.module:name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r} (from {dotted!r}): {exc}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None
+
+
+def mutant_names() -> list[str]:
+    return sorted(load_object(MUTANT_CATALOGUE))
+
+
+def build_target(spec: str | None, config_path: Path | None = None) -> Target:
+    """The one factory for targets; `spec` wins over the target file's location."""
+    config = load(config_path) if config_path else TargetFile()
+    section = config.target
+    if spec is None and config_path is None:
+        raise UsageError("give --target (reference, mutant:NAME or a URL) or --config FILE")
+    if spec is None:
+        spec = section.base_url or (f"adapter:{section.adapter}" if section.adapter else None)
+        spec = spec or (f"app:{section.app}" if section.app else None)
+        if spec is None:
+            raise UsageError(f"{config_path}: [target] needs base_url, adapter or app")
+    if spec == "reference":
+        return _in_process(load_object(REFERENCE_APP)(), "reference", "reference", config)
+    if spec.startswith("mutant:"):
+        name = spec.removeprefix("mutant:")
+        names = mutant_names()
+        if name not in names:
+            raise UsageError(f"unknown mutant {name!r}; known: {', '.join(names)}")
+        return _in_process(load_object(MUTANT_BUILDER)(name), "mutant", spec, config)
+    if spec.startswith("app:"):
+        return _in_process(load_object(spec.removeprefix("app:"))(), "app", spec, config)
+    if spec.startswith("adapter:"):
+        adapter = load_object(spec.removeprefix("adapter:"))(config)
+        if not isinstance(adapter, Target):
+            raise UsageError(f"{spec}: the adapter does not implement arck's Target protocol")
+        return adapter
+    if spec.startswith(("http://", "https://")):
+        return _over_http(spec, config)
+    raise UsageError(
+        f"--target {spec!r}: expected 'reference', 'mutant:NAME', an http(s) URL, "
+        "'app:pkg.module:factory' or 'adapter:pkg.module:Class'"
+    )
+
+
+def _info(config: TargetFile, kind: str, location: str, profile: str) -> TargetInfo:
+    return TargetInfo(
+        name=config.target.name if config.target.name != "target" else location,
+        kind=kind,
+        location=location,
+        profile=profile,
+        capabilities=tuple(config.target.capabilities),
+        name_prefix=config.safety.name_prefix,
+        destructive=config.safety.destructive or kind in ("reference", "mutant"),
+    )
+
+
+def _tokens(config: TargetFile, fallback: dict[str, str | None]) -> dict[str, str | None]:
+    tokens = {role: config.token(role) for role in ROLES}
+    if not any(tokens.values()):
+        return dict(fallback)
+    return tokens
+
+
+def _in_process(app: Any, kind: str, location: str, config: TargetFile) -> Target:
+    from starlette.testclient import TestClient
+
+    client = TestClient(app, base_url=IN_PROCESS_URL, raise_server_exceptions=False)
+    # The reference and its mutants follow the reference profile by construction.
+    profile = "reference" if kind in ("reference", "mutant") else config.target.profile
+    info = _info(config, kind, location, profile)
+    return HttpTarget(client, info, _tokens(config, DEV_TOKENS))
+
+
+def _over_http(url: str, config: TargetFile) -> Target:
+    timeout = httpx.Timeout(config.safety.timeout_seconds)
+    client = httpx.Client(base_url=url, timeout=timeout, follow_redirects=False)
+    info = _info(config, "url", url, config.target.profile)
+    tokens = _tokens(config, DEV_TOKENS)
+    return HttpTarget(client, info, tokens, RateLimiter(config.safety.max_requests_per_second))

@@ -1,0 +1,226 @@
+"""The one seam to a target: the operations the checks need, and their HTTP implementation.
+
+An implementation with another API plugs in by writing a class with the same methods (the
+`Target` protocol) and naming it in the target file as `adapter = "pkg.module:Class"` (H-01).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from arck.simulator.errors import TargetUnreachable
+
+REDACTED = "$ARCK_TOKEN"
+FORGED_TOKEN = "arck-forged-token-0000"  # role "forged": a token no target can know
+
+
+@dataclass
+class Exchange:
+    """One request and its answer, kept whole so a failure can show and replay it."""
+
+    method: str
+    url: str
+    request_body: bytes | None
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    role: str = "full"
+
+    def json(self) -> Any:
+        """The answer parsed leniently; checks judge strictness from `body` themselves."""
+        return json.loads(self.body)
+
+    def json_or_none(self) -> Any:
+        try:
+            return self.json()
+        except ValueError:
+            return None
+
+    def as_curl(self) -> str:
+        """A curl line reproducing the request, with the credential left as a variable."""
+        parts = ["curl", "-sS", "-X", self.method, shlex.quote(self.url)]
+        if self.role != "none":
+            parts += ["-H", shlex.quote(f"Authorization: Bearer {REDACTED}")]
+        if self.request_body is not None:
+            parts += ["-H", "'Content-Type: application/json'"]
+            text = self.request_body.decode("utf-8", "backslashreplace")
+            parts += ["--data-binary", shlex.quote(text[:2000] + ("…" if len(text) > 2000 else ""))]
+        return " ".join(parts)
+
+    def describe(self) -> str:
+        snippet = self.body[:300].decode("utf-8", "backslashreplace")
+        return f"{self.method} {self.url} as {self.role!r} → {self.status} {snippet}"
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What a target declares about itself; goes into the report (never credentials)."""
+
+    name: str
+    kind: str  # reference | mutant | url | adapter | app
+    location: str
+    profile: str  # core | reference
+    capabilities: tuple[str, ...] = ()
+    name_prefix: str = "arck-"
+    destructive: bool = False
+
+
+@runtime_checkable
+class Target(Protocol):
+    info: TargetInfo
+    created: list[str]
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        role: str = "full",
+    ) -> Exchange: ...
+
+    def health(self) -> Exchange: ...
+    def create_binding(self, name: str, role: str = "full") -> Exchange: ...
+    def publish_tool_set(self, body: Any, role: str = "full") -> Exchange: ...
+    def get_tool_set(self, tool_set_id: str, role: str = "full") -> Exchange: ...
+    def publish_agent_version(self, agent_id: str, body: Any, role: str = "full") -> Exchange: ...
+    def get_agent_version(self, version: str, role: str = "full") -> Exchange: ...
+    def try_modify(self, kind: str, resource_id: str, body: Any) -> list[Exchange]: ...
+    def dry_run(self, body: Any, role: str = "full") -> Exchange: ...
+    def openapi(self) -> Exchange: ...
+    def close(self) -> None: ...
+
+
+class RateLimiter:
+    """Spaces requests to a live service; the clock and sleep are injectable for tests."""
+
+    def __init__(
+        self,
+        per_second: float | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval = 1.0 / per_second if per_second else 0.0
+        self.clock, self.sleep = clock, sleep
+        self.next_at = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = self.clock()
+            if now < self.next_at:
+                self.sleep(self.next_at - now)
+                now = self.next_at
+            self.next_at = now + self.interval
+
+
+class HttpTarget:
+    """The reference wire profile over httpx: in-process (ASGI) or a URL."""
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        info: TargetInfo,
+        tokens: dict[str, str | None],
+        limiter: RateLimiter | None = None,
+    ) -> None:
+        self.client = client
+        self.info = info
+        self.tokens = tokens
+        self.limiter = limiter or RateLimiter(None)
+        self.created: list[str] = []
+        self.exchanges = 0
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        role: str = "full",
+    ) -> Exchange:
+        headers = {"Accept": "application/json"}
+        if role != "none":
+            token = FORGED_TOKEN if role == "forged" else self.tokens.get(role)
+            if token is None:
+                raise TargetUnreachable(f"no credential configured for role {role!r}")
+            headers["Authorization"] = f"Bearer {token}"
+        if json_body is not None:
+            content = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        self.limiter.wait()
+        try:
+            response = self.client.request(method, path, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise TargetUnreachable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        self.exchanges += 1
+        return Exchange(
+            method=method,
+            url=str(response.request.url),
+            request_body=content,
+            status=response.status_code,
+            body=response.content,
+            headers=dict(response.headers),
+            role=role,
+        )
+
+    def _created(self, exchange: Exchange, key: str) -> Exchange:
+        if 200 <= exchange.status < 300:
+            data = exchange.json_or_none()
+            if isinstance(data, dict) and isinstance(data.get(key), str):
+                self.created.append(f"{key}={data[key]}")
+        return exchange
+
+    def health(self) -> Exchange:
+        return self.request("GET", "/v1/health")
+
+    def create_binding(self, name: str, role: str = "full") -> Exchange:
+        exchange = self.request("POST", "/v1/bindings", json_body={"name": name}, role=role)
+        return self._created(exchange, "binding_id")
+
+    def publish_tool_set(self, body: Any, role: str = "full") -> Exchange:
+        return self._created(self._post("/v1/tool-sets", body, role), "tool_set_id")
+
+    def get_tool_set(self, tool_set_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/tool-sets/{tool_set_id}", role=role)
+
+    def publish_agent_version(self, agent_id: str, body: Any, role: str = "full") -> Exchange:
+        path = f"/v1/agents/{agent_id}/versions"
+        return self._created(self._post(path, body, role), "agent_version")
+
+    def get_agent_version(self, version: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/agent-versions/{version}", role=role)
+
+    def try_modify(self, kind: str, resource_id: str, body: Any) -> list[Exchange]:
+        path = {"tool_set": "/v1/tool-sets/", "agent_version": "/v1/agent-versions/"}[kind]
+        return [
+            self.request(method, path + resource_id, json_body=body)
+            for method in ("PUT", "PATCH")
+        ] + [self.request("DELETE", path + resource_id)]
+
+    def dry_run(self, body: Any, role: str = "full") -> Exchange:
+        return self._post("/v1/tools/dry-run", body, role)
+
+    def openapi(self) -> Exchange:
+        return self.request("GET", "/openapi.json", role="none")
+
+    def _post(self, path: str, body: Any, role: str) -> Exchange:
+        if isinstance(body, bytes):
+            return self.request("POST", path, content=body, role=role)
+        return self.request("POST", path, json_body=body, role=role)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,108 @@
+"""The target file: where a target is, how to authenticate, what it declares, how to be safe.
+
+```toml
+[target]
+name = "acme-runtime"
+base_url = "https://runtime.staging.example"   # or: adapter = "mypkg.arck_adapter:Adapter"
+profile = "core"                 # "reference" to also be checked against the reference profile
+capabilities = []
+
+[credentials]                    # "env:NAME" reads the token from the environment
+full = "env:ACME_TOKEN_FULL"     # every permission, scope on agents named with the prefix
+read_only = "env:ACME_TOKEN_RUNTIME_READ"
+config_read = "env:ACME_TOKEN_CONFIG_READ"
+no_permission = "env:ACME_TOKEN_NOPERM"
+no_scope = "env:ACME_TOKEN_NOSCOPE"      # permissions, but no scope on the prefix's agents
+other_tenant = "env:ACME_TOKEN_OTHER"
+
+[safety]
+tenant = "arck-conformance"
+name_prefix = "arck-"
+max_requests_per_second = 20
+destructive = false              # whole-body fuzzing and schemathesis need true
+timeout_seconds = 30
+```
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from arck.simulator.errors import UsageError
+
+ROLES = ("full", "read_only", "config_read", "no_permission", "no_scope", "other_tenant")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TargetSection(_Strict):
+    name: str = "target"
+    base_url: str | None = None
+    adapter: str | None = None
+    app: str | None = None  # dotted path to an ASGI app factory, run in-process
+    profile: Literal["core", "reference"] = "core"
+    capabilities: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_location(self) -> TargetSection:
+        given = [k for k in ("base_url", "adapter", "app") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of base_url, adapter, app; got {', '.join(given)}")
+        return self
+
+
+class Credentials(_Strict):
+    full: str | None = None
+    read_only: str | None = None
+    config_read: str | None = None
+    no_permission: str | None = None
+    no_scope: str | None = None
+    other_tenant: str | None = None
+
+
+class Safety(_Strict):
+    tenant: str | None = None
+    name_prefix: str = "arck-"
+    max_requests_per_second: float | None = Field(default=None, gt=0)
+    destructive: bool = False
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+
+class TargetFile(_Strict):
+    target: TargetSection = Field(default_factory=TargetSection)
+    credentials: Credentials = Field(default_factory=Credentials)
+    safety: Safety = Field(default_factory=Safety)
+
+    def token(self, role: str) -> str | None:
+        """The token for a role, with `env:NAME` resolved; None when not configured."""
+        raw: str | None = getattr(self.credentials, role)
+        if raw is None or not raw.startswith("env:"):
+            return raw
+        name = raw[4:]
+        value = os.environ.get(name)
+        if value is None:
+            raise UsageError(f"credentials.{role}: environment variable {name} is not set")
+        return value
+
+
+def load(path: Path) -> TargetFile:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"target file {str(path)!r} does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"target file {str(path)!r} is not valid TOML: {exc}") from None
+    try:
+        return TargetFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise UsageError(f"target file {str(path)!r}: {problems}") from None
