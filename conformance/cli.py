@@ -195,7 +195,7 @@ def requirements(
         table.add_column(column)
     for r in cat.requirements:
         checks = covered.get(r.id)
-        table.add_row(r.id, r.level, ", ".join(checks) if checks else f"[dim]not covered[/]")
+        table.add_row(r.id, r.level, ", ".join(checks) if checks else "[dim]not covered[/]")
     console.print(table)
     n = sum(1 for r in cat.requirements if r.id in covered)
     console.print(f"{n} of {len(cat.requirements)} requirements covered")
@@ -249,3 +249,7 @@ def main() -> None:
         raise SystemExit(EXIT_USAGE) from None
 
 
+
+
+if __name__ == "__main__":
+    main()

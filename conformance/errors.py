@@ -59,5 +59,5 @@ class NotTestable(ArckError):
     """A prerequisite failed (setup, an earlier step), so the check could not judge."""
 
 
-class CheckTimeout(BaseException):  # noqa: N818 - BaseException so hypothesis does not shrink it
+class CheckTimeout(BaseException):
     """The per-check watchdog fired: the target hung."""

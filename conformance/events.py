@@ -29,7 +29,7 @@ class RunFinished:
 Event = RunStarted | CheckFinished | RunFinished
 
 
-class hookspecs:  # noqa: N801 - pytest reads hook specifications from a namespace
+class hookspecs:
     """The hook other plugins (the CLI's display, for one) implement to receive events."""
 
     @staticmethod

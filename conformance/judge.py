@@ -9,7 +9,9 @@ from arck.conformance import oracle
 from arck.conformance.errors import CheckFailure
 from arck.simulator.target import Exchange
 
-PREVIEW_KEYS = {"max_result_context_bytes", "original_bytes", "retained_bytes", "truncated", "result"}
+PREVIEW_KEYS = {
+    "max_result_context_bytes", "original_bytes", "retained_bytes", "truncated", "result"
+}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -58,7 +60,7 @@ def context_preview(exchange: Exchange, requirement: str | tuple[str, ...]) -> d
     """The non-null `context_preview` of a dry-run answer, checked for its DRY-01 shape."""
     data = answer(exchange, requirement)
     preview = data.get("context_preview") if isinstance(data, dict) else None
-    if not isinstance(preview, dict) or not PREVIEW_KEYS <= preview.keys():
+    if not isinstance(preview, dict) or not preview.keys() >= PREVIEW_KEYS:
         raise CheckFailure(
             requirement,
             f"a context_preview object holding {sorted(PREVIEW_KEYS)}",

@@ -146,7 +146,8 @@ class ArckRun:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        keep, drop = [], []
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
         for item in items:
             ids = self.requirements_of(item)
             wanted = bool(ids & self.selected)
@@ -235,7 +236,7 @@ class ArckRun:
             created=list(self.target.created),
             settings={
                 "search_profile": self.search_profile,
-                "max_examples": settings.default.max_examples,
+                "max_examples": settings().max_examples,
                 "strict": self.strict,
                 "requirements": self.requirements_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),
@@ -277,7 +278,9 @@ class ArckRun:
         try:
             data = json.loads(path.read_text("utf-8"))
         except (OSError, ValueError) as exc:
-            raise pytest.UsageError(f"--arck-case {path}: cannot read the case file: {exc}")
+            raise pytest.UsageError(
+                f"--arck-case {path}: cannot read the case file: {exc}"
+            ) from None
         if not isinstance(data, dict) or not {"check", "case"} <= data.keys():
             raise pytest.UsageError(f"--arck-case {path}: not an arck case file")
         return data
@@ -307,10 +310,11 @@ class ArckRun:
             json.dumps(record, ensure_ascii=True, allow_nan=True, indent=1), "utf-8"
         )
         result.case_file = f"cases/{name}"
-        result.replay = f"arck replay {self.report_dir / 'cases' / name} {self.replay_target_flag()}"
+        case_path = self.report_dir / "cases" / name
+        result.replay = f"arck replay {case_path} {self.replay_target_flag()}"
 
 
-class _watchdog:  # noqa: N801 - used as a context manager, reads as a phrase
+class _watchdog:
     """Turns a hung check into CheckTimeout (not testable) instead of a hung CI job."""
 
     def __init__(self, seconds: float, nodeid: str) -> None:

@@ -9,14 +9,13 @@ before the rest of the body is validated.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Set
 from typing import Any, ClassVar, TypeVar
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 from pydantic import BaseModel, ValidationError
-from referencing.exceptions import Unresolvable
+from referencing import Registry
 
 from arck.reference.auth import (
     CONFIG_READ,
@@ -61,8 +60,9 @@ __all__ = ["BODY_LIMIT", "Engine"]
 
 BODY_LIMIT = 8 * 1024 * 1024  # PRO-02: bodies over 8 MiB are refused with 413
 _M = TypeVar("_M", bound=BaseModel)
-# A tool author's schema can fail in ways jsonschema does not classify as validation errors.
-_SCHEMA_FAILURES = (Unresolvable, RecursionError, re.error, ValueError, TypeError, OverflowError)
+# No retrieval: jsonschema's default registry fetches remote `$ref`s over the network, which
+# would let a tool author make the engine request any URL. Unknown references are refused.
+_OFFLINE: Registry[Any] = Registry()
 
 
 class Engine:
@@ -240,8 +240,11 @@ class Engine:
     def check_arguments(self, tool: PublishedTool, arguments: dict[str, Any]) -> None:
         """DRY-05: arguments must match the tool's input_schema; the error names the path."""
         try:
-            error = best_match(Draft202012Validator(tool.input_schema).iter_errors(arguments))
-        except _SCHEMA_FAILURES as exc:
+            validator = Draft202012Validator(tool.input_schema, registry=_OFFLINE)
+            error = best_match(validator.iter_errors(arguments))
+        except Exception as exc:
+            # A published schema can still break the validator on some instances (an
+            # unresolvable $ref, a regex too large for `re`, nesting past the stack): 422.
             raise ValidationFailed(
                 f"/arguments: cannot be checked against the tool's input_schema "
                 f"({type(exc).__name__})",

@@ -98,9 +98,14 @@ def _check_json_schema(value: dict[str, Any]) -> dict[str, Any]:
             "not a valid JSON Schema (2020-12): {reason}",
             {"reason": exc.message[:200], "pointer": pointer(list(exc.absolute_path))},
         ) from None
-    except RecursionError:
+    except Exception as exc:
+        # A tool author's schema can break the checker itself: a regex repetition too large
+        # for `re` (OverflowError), nesting past the interpreter's stack (RecursionError).
+        # Whatever the checker cannot check is refused, never a 500.
         raise PydanticCustomError(
-            "invalid_json_schema", "JSON Schema nested too deeply to check"
+            "invalid_json_schema",
+            "JSON Schema cannot be checked: {reason}",
+            {"reason": f"{type(exc).__name__}: {str(exc)[:200]}"},
         ) from None
     return value
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from arck.simulator.asgi import SyncASGITransport
 from arck.simulator.errors import UsageError
 from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
 from arck.simulator.targetfile import ROLES, TargetFile, load
@@ -105,9 +106,7 @@ def _tokens(config: TargetFile, fallback: dict[str, str | None]) -> dict[str, st
 
 
 def _in_process(app: Any, kind: str, location: str, config: TargetFile) -> Target:
-    from starlette.testclient import TestClient
-
-    client = TestClient(app, base_url=IN_PROCESS_URL, raise_server_exceptions=False)
+    client = httpx.Client(transport=SyncASGITransport(app), base_url=IN_PROCESS_URL)
     # The reference and its mutants follow the reference profile by construction.
     profile = "reference" if kind in ("reference", "mutant") else config.target.profile
     info = _info(config, kind, location, profile)

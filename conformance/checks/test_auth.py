@@ -6,6 +6,7 @@ from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.judge import refused
 
+
 def _operations(ctx: CheckContext) -> list[tuple[str, str]]:
     """Every operation the target documents, with path parameters filled in."""
     version = ctx.version(1024)

@@ -342,8 +342,8 @@ def test_projection_shape(ctx: CheckContext, case: Any) -> None:
     blocks = oracle.non_text_blocks(result)
     keys = {"preview", "truncation"} | ({"attachments"} if blocks else set())
     got = set(projected) if isinstance(projected, dict) else set()
-    expect(got - {"preserved_fields"} == keys, "BUD-21", f"keys {sorted(keys)} (+ preserved_fields)",
-           f"{sorted(got)}")
+    expect(got - {"preserved_fields"} == keys, "BUD-21",
+           f"keys {sorted(keys)} (+ preserved_fields)", f"{sorted(got)}")
     expect(projected.get("preserved_fields", None) != {}, "BUD-21",
            "preserved_fields left out when empty", "an empty preserved_fields")
     expect(projected["truncation"] == {"original_bytes": oracle.size(result)}, "BUD-21",

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from arck.conformance import oracle
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure
 from arck.conformance.judge import answer, names, refused
 
 REQUIRED = ("name", "description", "binding_id", "input_schema", "output_schema")
@@ -26,8 +27,8 @@ def test_definition_fields(ctx: CheckContext) -> None:
     published = answer(_publish(ctx, tool), "DEF-01")
     read = answer(ctx.target.get_tool_set(published["tool_set_id"]), "DEF-01")
     tools = read.get("tools") if isinstance(read, dict) else None
-    expect(isinstance(tools, list) and len(tools) == 1, "DEF-01", "the tool set read back "
-           "with its one tool", f"{str(read)[:200]}")
+    if not isinstance(tools, list) or len(tools) != 1 or not isinstance(tools[0], dict):
+        raise CheckFailure("DEF-01", "the tool set read back with its one tool", str(read)[:200])
     for field in (*REQUIRED, "max_result_context_bytes"):
         expect(oracle.canonically_equal(tools[0].get(field), tool[field]), "DEF-01",
                f"{field} read back as published", f"{str(tools[0].get(field))[:100]}")

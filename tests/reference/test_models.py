@@ -133,9 +133,12 @@ def test_dry_run_request_shape() -> None:
     assert request.mock_receipts[0].result == [1]
     with pytest.raises(ValidationError):
         DryRunRequest.model_validate(
-            {"agent_version": "a", "tool_name": "t", "arguments": {}, "mock_receipts": [
-                {"receipt_id": "r", "kind": "done", "result": 1}
-            ]},
+            {
+                "agent_version": "a",
+                "tool_name": "t",
+                "arguments": {},
+                "mock_receipts": [{"receipt_id": "r", "kind": "done", "result": 1}],
+            },
             strict=True,
         )
 

@@ -1,0 +1,45 @@
+"""A synchronous httpx transport onto an ASGI app, in-process.
+
+httpx's own `ASGITransport` is async-only, and the checks are synchronous (hypothesis drives
+them); this runs it on an event loop in a blocking portal, so an in-process target is just an
+`httpx.Client` like a URL target.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+
+class SyncASGITransport(httpx.BaseTransport):
+    def __init__(self, app: Any) -> None:
+        # An app that crashes answers 500, as a server would, instead of raising here.
+        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self._stack = ExitStack()
+        self._portal: BlockingPortal | None = None
+
+    def _portal_started(self) -> BlockingPortal:
+        if self._portal is None:
+            self._portal = self._stack.enter_context(start_blocking_portal())
+        return self._portal
+
+    async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        response = await self._asgi.handle_async_request(request)
+        body = await response.aread()
+        await response.aclose()
+        return response.status_code, response.headers.raw, body
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        forwarded = httpx.Request(
+            request.method, request.url, headers=request.headers, content=body
+        )
+        status, headers, content = self._portal_started().call(self._send, forwarded)
+        return httpx.Response(status, headers=headers, content=content, request=request)
+
+    def close(self) -> None:
+        self._stack.close()
+        self._portal = None

@@ -1,0 +1,144 @@
+"""The harness's own parts: catalogue, outcomes, target files, the target seam."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from arck.conformance import catalogue, outcomes
+from arck.conformance.coverage import coverage
+from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, NotTestable
+from arck.reports.model import CheckResult, Status
+from arck.simulator.errors import UsageError
+from arck.simulator.target import Exchange, RateLimiter
+from arck.simulator.targetfile import load
+
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "SPEC.md"
+
+
+def test_catalogue_matches_spec() -> None:
+    cat = catalogue.load()
+    assert len(set(cat.ids())) == len(cat.ids())
+    if SPEC.exists():  # beside the repository in development and CI
+        spec_ids = re.findall(r"^\| ([A-Z]+-\d+) \| (?:core|recommended|profile) \|",
+                              SPEC.read_text("utf-8"), re.M)
+        assert spec_ids == cat.ids()
+
+
+def test_catalogue_refuses_duplicates() -> None:
+    row = '[[requirement]]\nid = "BUD-01"\nlevel = "core"\narea = "BUD"\ntext = "x"\n'
+    with pytest.raises(ValueError, match="Duplicate requirement ID: BUD-01"):
+        catalogue.parse('[protocol]\nrevision = "x"\n' + row + row)
+
+
+def test_selection_by_area_and_id() -> None:
+    cat = catalogue.load()
+    chosen = cat.select("dry,BUD-07")
+    assert "BUD-07" in chosen
+    assert {r.id for r in cat.requirements if r.area == "DRY"} <= chosen
+    with pytest.raises(ValueError, match="neither an area nor an ID"):
+        cat.select("NOPE")
+
+
+def test_every_check_names_known_requirements() -> None:
+    cat = catalogue.load()
+    covered = coverage()
+    assert covered, "no checks found"
+    for rid in covered:
+        cat.get(rid)  # raises for an unknown ID
+    pending_but_covered = [r.id for r in cat.requirements if r.pending and r.id in covered]
+    assert not pending_but_covered, "drop `pending` from requirements that now have checks"
+
+
+@pytest.mark.parametrize(
+    ("exc", "level", "status"),
+    [
+        (None, "core", Status.PASS),
+        (CheckFailure("BUD-07", "a", "b"), "core", Status.FAIL),
+        (CheckFailure("BUD-10", "a", "b"), "recommended", Status.WARN),
+        (CheckFailure("BUD-21", "a", "b"), "profile", Status.FAIL),
+        (NotApplicable("x"), "core", Status.NOT_APPLICABLE),
+        (NotTestable("x"), "core", Status.NOT_TESTABLE),
+        (CheckTimeout("x"), "core", Status.NOT_TESTABLE),
+        (KeyError("x"), "core", Status.NOT_TESTABLE),
+    ],
+)
+def test_classify(exc: BaseException | None, level: str, status: Status) -> None:
+    assert outcomes.classify(exc, level)[0] is status
+
+
+def _result(rid: str, status: Status) -> CheckResult:
+    return CheckResult(f"x/{rid}", rid, [rid], status)
+
+
+def test_matrix_and_exit_codes() -> None:
+    cat = catalogue.load()
+    everything = set(cat.ids())
+    rows = outcomes.requirement_matrix(
+        cat, [_result("BUD-07", Status.PASS), _result("BUD-10", Status.WARN)], everything,
+        "reference")
+    by_id = {r.id: r for r in rows}
+    assert by_id["BUD-07"].status is Status.PASS
+    assert by_id["BUD-10"].status is Status.WARN
+    assert by_id["RUN-01"].status is Status.NOT_COVERED
+    assert "later issue" in by_id["RUN-01"].reason
+    assert outcomes.exit_code(rows, strict=False) == 0
+    assert outcomes.exit_code(rows, strict=True) == 1
+    rows = outcomes.requirement_matrix(cat, [_result("BUD-07", Status.NOT_TESTABLE)], everything,
+                                       "reference")
+    assert outcomes.exit_code(rows, strict=False) == 1
+
+
+def test_profile_requirements_not_applicable_elsewhere() -> None:
+    cat = catalogue.load()
+    rows = outcomes.requirement_matrix(cat, [_result("BUD-21", Status.FAIL)], set(cat.ids()),
+                                       "core")
+    row = next(r for r in rows if r.id == "BUD-21")
+    assert row.status is Status.NOT_APPLICABLE
+    assert "reference profile" in row.reason
+
+
+def test_target_file_errors_name_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "t.toml"
+    bad.write_text('[target]\nbase_url = "http://x"\nprofile = "fancy"\n[safety]\nnope = 1\n')
+    with pytest.raises(UsageError) as info:
+        load(bad)
+    assert "target.profile" in str(info.value)
+    assert "safety.nope" in str(info.value)
+    with pytest.raises(UsageError, match="does not exist"):
+        load(tmp_path / "missing.toml")
+
+
+def test_target_file_reads_tokens_from_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('[target]\nbase_url = "http://x"\n[credentials]\nfull = "env:ARCK_T"\n')
+    config = load(path)
+    with pytest.raises(UsageError, match="ARCK_T is not set"):
+        config.token("full")
+    monkeypatch.setenv("ARCK_T", "secret")
+    assert config.token("full") == "secret"
+
+
+def test_curl_never_carries_the_credential() -> None:
+    exchange = Exchange("POST", "http://x/v1/tools/dry-run", b'{"a":1}', 200, b"{}")
+    line = exchange.as_curl()
+    assert "$ARCK_TOKEN" in line
+    assert line.startswith("curl")
+
+
+def test_rate_limiter_spaces_requests() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    limiter = RateLimiter(4.0, clock=lambda: now[0], sleep=sleep)
+    for _ in range(3):
+        limiter.wait()
+    assert slept == [0.25, 0.25]
