@@ -44,6 +44,7 @@ def property_check(*ids: str, cases: SearchStrategy[Any]) -> Callable[[CaseFn], 
             def explore(case: Any) -> None:
                 _run(fn, arck, case)
 
+            explore = arck.settings(explore)
             if arck.seed is not None:
                 explore = seed(arck.seed)(explore)
             explore()

@@ -10,6 +10,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import settings
+
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.simulator.target import Exchange, Target
 
@@ -34,6 +36,7 @@ class Version:
 class CheckContext:
     target: Target
     seed: int | None = None
+    settings: settings = field(default_factory=settings)
     _binding: str | None = None
     _versions: dict[tuple[int | None, str], Version] = field(default_factory=dict)
     _counter: itertools.count[int] = field(default_factory=itertools.count)

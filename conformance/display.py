@@ -73,8 +73,6 @@ class Display:
             )
             if r.replay:
                 self.console.print(f"  replay: {r.replay}", markup=False)
-        elif not self.interactive:
-            self.console.print(f"{r.status.value:>14} {r.check_id}", markup=False)
 
     def _done(self, event: RunFinished) -> None:
         if self.progress is not None:

@@ -85,12 +85,10 @@ class ArckRun:
         self._started = time.monotonic()
         self.exit_code: int | None = None
         _register_hypothesis_profiles()
-        settings.load_profile(f"arck-{search_profile}")
+        # Applied to arck's checks only: a project's own hypothesis tests keep their profile.
+        self.settings = settings(settings.get_profile(f"arck-{search_profile}"))
         if max_examples is not None:
-            settings.register_profile(
-                "arck-custom", settings(settings.default, max_examples=max_examples)
-            )
-            settings.load_profile("arck-custom")
+            self.settings = settings(self.settings, max_examples=max_examples)
 
     # -- the target ------------------------------------------------------------------------
 
@@ -103,7 +101,7 @@ class ArckRun:
     @property
     def context(self) -> CheckContext:
         if self._context is None:
-            self._context = CheckContext(self.target, seed=self.seed)
+            self._context = CheckContext(self.target, seed=self.seed, settings=self.settings)
         return self._context
 
     def target_info(self) -> dict[str, Any]:
@@ -236,7 +234,7 @@ class ArckRun:
             created=list(self.target.created),
             settings={
                 "search_profile": self.search_profile,
-                "max_examples": settings().max_examples,
+                "max_examples": self.settings.max_examples,
                 "strict": self.strict,
                 "requirements": self.requirements_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),

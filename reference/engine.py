@@ -54,11 +54,14 @@ from arck.reference.models import (
 )
 from arck.reference.projection import Projector
 from arck.reference.store import Store
-from arck.reference.strictjson import StrictJSONError, loads_strict
+from arck.reference.strictjson import MAX_DEPTH, StrictJSONError, loads_strict
 
-__all__ = ["BODY_LIMIT", "Engine"]
+__all__ = ["BODY_DEPTH", "BODY_LIMIT", "Engine"]
 
 BODY_LIMIT = 8 * 1024 * 1024  # PRO-02: bodies over 8 MiB are refused with 413
+# A value (a result, arguments, a schema) may nest 512 levels (BUD-23); the body around it adds
+# a few, so a result at the limit can be sent and one over it is refused by name with 422.
+BODY_DEPTH = MAX_DEPTH + 8
 _M = TypeVar("_M", bound=BaseModel)
 # No retrieval: jsonschema's default registry fetches remote `$ref`s over the network, which
 # would let a tool author make the engine request any URL. Unknown references are refused.
@@ -71,6 +74,7 @@ class Engine:
     min_budget: ClassVar[int] = MIN_BUDGET
     max_budget: ClassVar[int] = MAX_BUDGET
     body_limit: ClassVar[int] = BODY_LIMIT
+    body_depth: ClassVar[int] = BODY_DEPTH
     # The permissions each operation needs, any one of them (profile wire table).
     permissions: ClassVar[Mapping[str, frozenset[str]]] = {
         "publish_binding": frozenset({CONFIG_WRITE}),
@@ -121,7 +125,7 @@ class Engine:
     def parse_body(self, body: bytes) -> Any:
         """PRO-01: strict JSON, or 400 `invalid_json`."""
         try:
-            return loads_strict(body)
+            return loads_strict(body, max_depth=self.body_depth)
         except StrictJSONError as exc:
             raise InvalidJSON(f"the body is not strict JSON: {exc.message}", exc.path) from None
 

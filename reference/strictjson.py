@@ -86,7 +86,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _walk(value: Any) -> None:
+def _walk(value: Any, max_depth: int) -> None:
     """Refuse marked values, lone surrogates and excess depth; iterative, in document order."""
     stack: list[tuple[Any, int, _Path]] = [(value, 0, None)]
     while stack:
@@ -99,8 +99,8 @@ def _walk(value: Any) -> None:
             if not _encodable(node):
                 raise StrictJSONError("string holds a lone surrogate", _pointer(path))
         elif isinstance(node, dict | list):
-            if depth + 1 > MAX_DEPTH:
-                raise StrictJSONError(f"nested deeper than {MAX_DEPTH} levels", _pointer(path))
+            if depth + 1 > max_depth:
+                raise StrictJSONError(f"nested deeper than {max_depth} levels", _pointer(path))
             children: list[tuple[Any, int, _Path]] = []
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for key, child in items:
@@ -113,8 +113,11 @@ def _walk(value: Any) -> None:
             stack.extend(reversed(children))
 
 
-def loads_strict(body: bytes) -> Any:
-    """Parse a request body, raising only `StrictJSONError` for anything PRO-01 refuses."""
+def loads_strict(body: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse a request body, raising only `StrictJSONError` for anything PRO-01 refuses.
+
+    `max_depth` above about 900 cannot be reached: `json.loads` runs out of stack first.
+    """
     if body.startswith(_BOM):
         raise StrictJSONError("body starts with a UTF-8 byte order mark")
     try:
@@ -132,8 +135,8 @@ def loads_strict(body: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
-        raise StrictJSONError(f"nested deeper than {MAX_DEPTH} levels") from None
+        raise StrictJSONError(f"nested deeper than {max_depth} levels") from None
     except ValueError as exc:
         raise StrictJSONError(f"not valid JSON: {exc}") from None
-    _walk(value)
+    _walk(value, max_depth)
     return value

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import requests
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from schemathesis import checks as st_checks
 from schemathesis.core.result import Ok
 from schemathesis.core.transport import Response
@@ -70,7 +70,7 @@ def test_openapi_document_is_accurate(ctx: CheckContext) -> None:
         schema = schemathesis.openapi.from_dict(_document(ctx))
     except Exception as exc:  # schemathesis raises several types for an unusable document
         raise CheckFailure("PRO-03", "a loadable OpenAPI document", f"{exc}") from None
-    examples = max(5, settings().max_examples // 4)
+    examples = max(5, ctx.settings.max_examples // 4)
     for result in schema.get_all_operations():
         if not isinstance(result, Ok):
             raise CheckFailure("PRO-03", "every operation well described", f"{result.err()}")
@@ -79,7 +79,7 @@ def test_openapi_document_is_accurate(ctx: CheckContext) -> None:
 
 
 def _explore(ctx: CheckContext, operation: Any, examples: int) -> None:
-    @settings(max_examples=examples, suppress_health_check=list(HealthCheck))
+    @settings(ctx.settings, max_examples=examples, suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy())
     def explore(case: Any) -> None:
         exchange, response = _send(ctx, case)
@@ -93,4 +93,6 @@ def _explore(ctx: CheckContext, operation: Any, examples: int) -> None:
                 example={"operation": operation.label, "request": exchange.as_curl()},
             ) from None
 
+    if ctx.seed is not None:
+        explore = seed(ctx.seed)(explore)
     explore()

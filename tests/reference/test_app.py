@@ -315,12 +315,20 @@ def test_dry_run_arguments_checked(client: TestClient, arguments: Any, path: str
 
 def test_dry_run_result_limits(client: TestClient) -> None:
     version = publish(client)
-    deep = json.dumps(dry_run_body(version, ("completed", "DEEP"))).replace(
-        '"DEEP"', "[" * 600 + "]" * 600
-    )
-    response = client.post("/v1/tools/dry-run", content=deep.encode(), headers=FULL)
+
+    def nested(depth: int) -> bytes:
+        body = json.dumps(dry_run_body(version, ("completed", "DEEP")))
+        return body.replace('"DEEP"', "[" * depth + "]" * depth).encode()
+
+    response = client.post("/v1/tools/dry-run", content=nested(512), headers=FULL)
+    assert response.json()["context_preview"]["original_bytes"] == 1024
+    response = client.post("/v1/tools/dry-run", content=nested(513), headers=FULL)
+    error(response, 422, "validation_failed", "/mock_receipts/0/result" + "/0" * 512)
+    response = client.post("/v1/tools/dry-run", content=nested(600), headers=FULL)
     error(response, 400, "invalid_json")
     assert response.json()["error"]["path"].startswith("/mock_receipts/0/result/0/0")
+    response = client.post("/v1/tools/dry-run", content=nested(10_000), headers=FULL)
+    error(response, 400, "invalid_json")
     with pytest.raises(ValidationFailed) as info:
         Engine().check_result({"a": [10**4400]}, "/mock_receipts/2/result")
     assert info.value.path == "/mock_receipts/2/result/a/0"
