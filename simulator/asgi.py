@@ -7,7 +7,7 @@ them); this runs it on an event loop in a blocking portal, so an in-process targ
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from typing import Any
 
 import httpx
@@ -41,5 +41,10 @@ class SyncASGITransport(httpx.BaseTransport):
         return httpx.Response(status, headers=headers, content=content, request=request)
 
     def close(self) -> None:
+        if self._portal is not None:
+            # Cancel what is still running (a request the watchdog gave up on), or the
+            # portal's thread would wait for it forever.
+            with suppress(RuntimeError):
+                self._portal.call(self._portal.stop, True)
         self._stack.close()
         self._portal = None

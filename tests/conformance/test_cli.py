@@ -104,3 +104,37 @@ def test_pytest_plugin_in_an_implementers_ci(tmp_path: Path) -> None:
     cases = ET.parse(junit).getroot().iter("testcase")
     props = {(p.get("name"), p.get("value")) for c in cases for p in c.iter("property")}
     assert ("requirement", "DRY-07") in props
+
+
+HANGING_APP = '''
+import asyncio
+from fastapi import FastAPI
+
+def create_app():
+    app = FastAPI()
+
+    @app.get("/v1/health")
+    def health():
+        return {"status": "ok"}
+
+    @app.post("/v1/bindings")
+    async def hang():
+        await asyncio.sleep(3600)
+
+    return app
+'''
+
+
+def test_a_hung_target_is_not_testable(tmp_path: Path) -> None:
+    (tmp_path / "hanging_app.py").write_text(HANGING_APP)
+    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [*ARCK, "run", "--target", "app:hanging_app:create_app", "--requirements", "DEF-01",
+         "--check-timeout", "2", "--report-dir", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, check=False, timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    (check,) = report["checks"]
+    assert check["status"] == "not_testable"
+    assert "did not answer in time" in check["message"]
