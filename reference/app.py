@@ -155,7 +155,7 @@ def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> F
     async def json_body(request: Request) -> Any:
         """Dependency: the body, at most `engine.body_limit` bytes, parsed strictly."""
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > engine.body_limit:
+        if declared.isascii() and declared.isdigit() and int(declared) > engine.body_limit:
             raise BodyTooLarge(f"the body is over {engine.body_limit} bytes", "Content-Length")
         chunks: list[bytes] = []
         size = 0

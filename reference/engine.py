@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any, ClassVar, TypeVar
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ValidationError
 from referencing import Registry
 

@@ -139,3 +139,14 @@ def test_json_test_suite(case: Path) -> None:
         assert not accepted, f"{case.name} must be refused"
     elif case.name.startswith("y_"):
         assert accepted, f"{case.name} must parse"
+
+
+def test_max_depth_is_a_parameter() -> None:
+    assert loads_strict(b"[" * 520 + b"]" * 520, max_depth=520) == json.loads("[" * 520 + "]" * 520)
+    assert refusal_at_depth(521, 520) == "/0" * 520
+
+
+def refusal_at_depth(depth: int, max_depth: int) -> str:
+    with pytest.raises(StrictJSONError) as info:
+        loads_strict(b"[" * depth + b"]" * depth, max_depth=max_depth)
+    return info.value.path
