@@ -10,13 +10,14 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
+from httpx import Client as TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-from starlette.testclient import TestClient
 
 from arck.reference.app import create_app
 from arck.reference.engine import Engine
 from arck.reference.errors import ValidationFailed
+from arck.simulator.asgi import SyncASGITransport
 
 FULL = {"Authorization": "Bearer arck-dev-full"}
 OTHER = {"Authorization": "Bearer arck-dev-other"}
@@ -35,7 +36,8 @@ INPUT_SCHEMA = {
 
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app(), raise_server_exceptions=False) as test_client:
+    transport = SyncASGITransport(create_app())
+    with TestClient(transport=transport, base_url="http://reference.test") as test_client:
         yield test_client
 
 
@@ -430,7 +432,8 @@ def test_unexpected_errors_keep_the_error_shape() -> None:
         def get_binding(self, principal: Any, binding_id: str) -> Any:
             raise RuntimeError("boom")
 
-    with TestClient(create_app(Broken()), raise_server_exceptions=False) as broken:
+    transport = SyncASGITransport(create_app(Broken()))
+    with TestClient(transport=transport, base_url="http://reference.test") as broken:
         response = broken.get("/v1/bindings/x", headers=FULL)
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
