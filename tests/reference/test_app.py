@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from httpx import Client as TestClient
+from httpx import Client as HttpClient
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -35,9 +35,9 @@ INPUT_SCHEMA = {
 
 
 @pytest.fixture
-def client() -> Iterator[TestClient]:
+def client() -> Iterator[HttpClient]:
     transport = SyncASGITransport(create_app())
-    with TestClient(transport=transport, base_url="http://reference.test") as test_client:
+    with HttpClient(transport=transport, base_url="http://reference.test") as test_client:
         yield test_client
 
 
@@ -52,13 +52,13 @@ def tool(binding_id: str, **changes: Any) -> dict[str, Any]:
     return base | changes
 
 
-def binding(client: TestClient, headers: dict[str, str] = FULL) -> str:
+def binding(client: HttpClient, headers: dict[str, str] = FULL) -> str:
     response = client.post("/v1/bindings", json={"name": "orders-api"}, headers=headers)
     assert response.status_code == 201, response.text
     return str(response.json()["binding_id"])
 
 
-def publish(client: TestClient, budget: int | None = None, agent: str = "agent-1") -> str:
+def publish(client: HttpClient, budget: int | None = None, agent: str = "agent-1") -> str:
     """Binding, tool set and agent version; returns the version id."""
     extra = {} if budget is None else {"max_result_context_bytes": budget}
     tools = [tool(binding(client), **extra)]
@@ -102,7 +102,7 @@ def error(response: httpx.Response, status: int, code: str, path: str | None = N
 # -- publishing ------------------------------------------------------------------------------
 
 
-def test_publish_round_trip(client: TestClient) -> None:
+def test_publish_round_trip(client: HttpClient) -> None:
     binding_id = binding(client)
     assert binding_id == "bnd-000001"
     assert client.get(f"/v1/bindings/{binding_id}", headers=FULL).json() == {
@@ -134,7 +134,7 @@ def test_publish_round_trip(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("budget", [1024, 32768])
-def test_budget_bounds_accepted(client: TestClient, budget: int) -> None:
+def test_budget_bounds_accepted(client: HttpClient, budget: int) -> None:
     tools = [tool(binding(client), max_result_context_bytes=budget)]
     response = client.post("/v1/tool-sets", json={"name": "s", "tools": tools}, headers=FULL)
     assert response.status_code == 201
@@ -142,14 +142,14 @@ def test_budget_bounds_accepted(client: TestClient, budget: int) -> None:
 
 
 @pytest.mark.parametrize("budget", [1023, 32769, "16384", 16384.0, True])
-def test_budget_refused_naming_the_field(client: TestClient, budget: object) -> None:
+def test_budget_refused_naming_the_field(client: HttpClient, budget: object) -> None:
     tools = [tool(binding(client), max_result_context_bytes=budget)]
     response = client.post("/v1/tool-sets", json={"name": "s", "tools": tools}, headers=FULL)
     error(response, 422, "validation_failed", "/tools/0/max_result_context_bytes")
 
 
 @pytest.mark.parametrize("field", ["max_result_tokens", "max_result_bytes"])
-def test_removed_fields(client: TestClient, field: str) -> None:
+def test_removed_fields(client: HttpClient, field: str) -> None:
     tools = [tool(binding(client), **{field: 4096})]
     response = client.post("/v1/tool-sets", json={"name": "s", "tools": tools}, headers=FULL)
     message = error(response, 422, "removed_field", f"/tools/0/{field}")
@@ -157,7 +157,7 @@ def test_removed_fields(client: TestClient, field: str) -> None:
     assert client.get("/v1/tool-sets/ts-000001", headers=FULL).status_code == 404
 
 
-def test_unknown_and_foreign_bindings(client: TestClient) -> None:
+def test_unknown_and_foreign_bindings(client: HttpClient) -> None:
     theirs = binding(client, OTHER)
     for binding_id in ["bnd-999999", theirs]:
         body = {"name": "s", "tools": [tool(binding(client)), tool(binding_id, name="b")]}
@@ -166,7 +166,7 @@ def test_unknown_and_foreign_bindings(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE"])
-def test_published_rows_are_immutable(client: TestClient, method: str) -> None:
+def test_published_rows_are_immutable(client: HttpClient, method: str) -> None:
     version = publish(client)
     before = client.get("/v1/tool-sets/ts-000001", headers=FULL).json()
     for path in ["/v1/tool-sets/ts-000001", f"/v1/agent-versions/{version}"]:
@@ -183,7 +183,7 @@ def test_published_rows_are_immutable(client: TestClient, method: str) -> None:
 @pytest.mark.parametrize(
     "authorization", [None, "", "Basic YTpi", "Bearer", "Bearer a b", "Bearer nope"]
 )
-def test_unauthorized(client: TestClient, authorization: str | None) -> None:
+def test_unauthorized(client: HttpClient, authorization: str | None) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     for response in [
         client.get("/v1/health", headers=headers),
@@ -194,11 +194,11 @@ def test_unauthorized(client: TestClient, authorization: str | None) -> None:
         assert response.headers["www-authenticate"] == "Bearer"
 
 
-def test_health(client: TestClient) -> None:
+def test_health(client: HttpClient) -> None:
     assert client.get("/v1/health", headers=NOPERM).json() == {"status": "ok"}
 
 
-def test_status_order_401_403_404_422(client: TestClient) -> None:
+def test_status_order_401_403_404_422(client: HttpClient) -> None:
     bad = {"tool_set_id": "ts-404", "system_prompt": 5}
     path = "/v1/agents/agent-1/versions"
     error(client.post(path, json=bad), 401, "unauthorized")
@@ -211,7 +211,7 @@ def test_status_order_401_403_404_422(client: TestClient) -> None:
     error(client.post(path, json=bad, headers=FULL), 422, "validation_failed", "/system_prompt")
 
 
-def test_dry_run_status_order(client: TestClient) -> None:
+def test_dry_run_status_order(client: HttpClient) -> None:
     version = publish(client)
     invalid = dry_run_body(version, mock_receipts="none")
     error(client.post("/v1/tools/dry-run", json=invalid), 401, "unauthorized")
@@ -240,7 +240,7 @@ def test_dry_run_status_order(client: TestClient) -> None:
     ],
 )
 def test_reads_are_tenant_and_scope_bound(
-    client: TestClient, path: str, headers: dict[str, str], status: int
+    client: HttpClient, path: str, headers: dict[str, str], status: int
 ) -> None:
     publish(client)
     assert client.get(path, headers=headers).status_code == status
@@ -249,7 +249,7 @@ def test_reads_are_tenant_and_scope_bound(
 # -- dry-run ---------------------------------------------------------------------------------
 
 
-def test_dry_run_preview(client: TestClient) -> None:
+def test_dry_run_preview(client: HttpClient) -> None:
     version = publish(client, budget=1024)
     result = {"status": "shipped", "items": [{"id": i, "note": "x" * 50} for i in range(100)]}
     body = dry_run_body(version, ("accepted", None), ("completed", result))
@@ -264,14 +264,14 @@ def test_dry_run_preview(client: TestClient) -> None:
     assert set(preview["result"]) >= {"preview", "truncation"}
 
 
-def test_dry_run_null_preview_without_completed(client: TestClient) -> None:
+def test_dry_run_null_preview_without_completed(client: HttpClient) -> None:
     version = publish(client)
     body = dry_run_body(version, ("accepted", None), ("failed", {"code": "E"}))
     response = client.post("/v1/tools/dry-run", json=body, headers=FULL)
     assert response.json() == {"context_preview": None, "execution_verified": False}
 
 
-def test_dry_run_first_completed_wins(client: TestClient) -> None:
+def test_dry_run_first_completed_wins(client: HttpClient) -> None:
     version = publish(client)
     body = dry_run_body(version, ("completed", {"n": 1}), ("completed", {"n": 2}))
     preview = client.post("/v1/tools/dry-run", json=body, headers=FULL).json()["context_preview"]
@@ -285,12 +285,12 @@ def test_dry_run_first_completed_wins(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("headers", [READONLY, CONFIGREAD, FULL])
-def test_dry_run_permissions_any_of(client: TestClient, headers: dict[str, str]) -> None:
+def test_dry_run_permissions_any_of(client: HttpClient, headers: dict[str, str]) -> None:
     version = publish(client)
     assert client.post("/v1/tools/dry-run", json=dry_run_body(version), headers=headers).is_success
 
 
-def test_dry_run_access(client: TestClient) -> None:
+def test_dry_run_access(client: HttpClient) -> None:
     version = publish(client)
     body = dry_run_body(version, ("completed", {"n": 1}))
     error(client.post("/v1/tools/dry-run", json=body, headers=NOPERM), 403, "forbidden")
@@ -309,13 +309,13 @@ def test_dry_run_access(client: TestClient) -> None:
         ({"order_id": "o", "page": "2"}, "/arguments/page"),
     ],
 )
-def test_dry_run_arguments_checked(client: TestClient, arguments: Any, path: str) -> None:
+def test_dry_run_arguments_checked(client: HttpClient, arguments: Any, path: str) -> None:
     version = publish(client)
     body = dry_run_body(version, arguments=arguments)
     error(client.post("/v1/tools/dry-run", json=body, headers=FULL), 422, "validation_failed", path)
 
 
-def test_dry_run_result_limits(client: TestClient) -> None:
+def test_dry_run_result_limits(client: HttpClient) -> None:
     version = publish(client)
 
     def nested(depth: int) -> bytes:
@@ -348,7 +348,7 @@ NASTY_SCHEMAS = [
 
 
 @pytest.mark.parametrize("schema", NASTY_SCHEMAS, ids=range(len(NASTY_SCHEMAS)))
-def test_hostile_input_schemas_never_500(client: TestClient, schema: dict[str, Any]) -> None:
+def test_hostile_input_schemas_never_500(client: HttpClient, schema: dict[str, Any]) -> None:
     tools = [tool(binding(client), input_schema=schema)]
     response = client.post("/v1/tool-sets", json={"name": "s", "tools": tools}, headers=FULL)
     assert response.status_code in {201, 422}, response.text
@@ -383,17 +383,17 @@ STRICT_CASES = {
 
 @pytest.mark.parametrize("path", POSTS)
 @pytest.mark.parametrize("case", sorted(STRICT_CASES))
-def test_strict_bodies(client: TestClient, path: str, case: str) -> None:
+def test_strict_bodies(client: HttpClient, path: str, case: str) -> None:
     response = client.post(path, content=STRICT_CASES[case], headers=FULL)
     error(response, 400, "invalid_json")
 
 
-def test_error_paths_stay_encodable(client: TestClient) -> None:
+def test_error_paths_stay_encodable(client: HttpClient) -> None:
     response = client.post("/v1/bindings", content=b'{"\\udc00": 1}', headers=FULL)
     assert error(response, 400, "invalid_json", "/\\udc00")
 
 
-def test_body_limit(client: TestClient) -> None:
+def test_body_limit(client: HttpClient) -> None:
     big = b'{"name": "' + b"x" * (8 * 1024 * 1024) + b'"}'
     error(client.post("/v1/bindings", content=big, headers=FULL), 413, "body_too_large")
 
@@ -405,12 +405,12 @@ def test_body_limit(client: TestClient) -> None:
     error(response, 413, "body_too_large")
 
 
-def test_content_type_is_not_consulted(client: TestClient) -> None:
+def test_content_type_is_not_consulted(client: HttpClient) -> None:
     headers = FULL | {"Content-Type": "text/plain"}
     assert client.post("/v1/bindings", content=b'{"name": "b"}', headers=headers).is_success
 
 
-def test_json_test_suite_never_500(client: TestClient) -> None:
+def test_json_test_suite_never_500(client: HttpClient) -> None:
     publish(client)
     statuses: set[int] = set()
     for case in sorted(CORPUS.glob("*.json")):
@@ -422,7 +422,7 @@ def test_json_test_suite_never_500(client: TestClient) -> None:
     assert statuses >= {400, 422}
 
 
-def test_unknown_route_and_method(client: TestClient) -> None:
+def test_unknown_route_and_method(client: HttpClient) -> None:
     error(client.get("/v1/nothing", headers=FULL), 404, "not_found", "")
     error(client.get("/v1/bindings", headers=FULL), 405, "method_not_allowed", "")
 
@@ -433,7 +433,7 @@ def test_unexpected_errors_keep_the_error_shape() -> None:
             raise RuntimeError("boom")
 
     transport = SyncASGITransport(create_app(Broken()))
-    with TestClient(transport=transport, base_url="http://reference.test") as broken:
+    with HttpClient(transport=transport, base_url="http://reference.test") as broken:
         response = broken.get("/v1/bindings/x", headers=FULL)
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
@@ -442,7 +442,7 @@ def test_unexpected_errors_keep_the_error_shape() -> None:
 # -- OpenAPI ---------------------------------------------------------------------------------
 
 
-def test_openapi_is_public_and_complete(client: TestClient) -> None:
+def test_openapi_is_public_and_complete(client: HttpClient) -> None:
     response = client.get("/openapi.json")
     assert response.status_code == 200
     doc = response.json()
