@@ -75,6 +75,8 @@ def pytest_args(
         "no:cacheprovider",
         "-p",
         "no:terminal",
+        # Checks raise CheckFailure, never bare asserts: skip the rewriting pass (seconds a run).
+        "--assert=plain",
         "--arck-profile",
         profile,
     ]

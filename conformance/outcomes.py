@@ -30,8 +30,24 @@ def strongest_level(requirements: Iterable[Requirement]) -> str:
     return "core"
 
 
+def check_failure(exc: BaseException | None) -> CheckFailure | None:
+    """The CheckFailure behind an exception, also inside a group.
+
+    Hypothesis reports a failure that did not reproduce on replay as a FlakyFailure group; for a
+    non-deterministic target (BUD-14) that is the very defect, so it stays a failure.
+    """
+    if isinstance(exc, CheckFailure):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [check_failure(e) for e in exc.exceptions]
+        if found and all(f is not None for f in found):
+            return found[0]
+    return None
+
+
 def classify(exc: BaseException | None, level: str) -> tuple[Status, str]:
     """The status of a finished check, and the message to show with it."""
+    exc = check_failure(exc) or exc
     if exc is None:
         return Status.PASS, ""
     if isinstance(exc, CheckFailure):

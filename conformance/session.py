@@ -192,8 +192,9 @@ class ArckRun:
             message=message,
             duration_s=round(call.duration, 3),
         )
-        if isinstance(exc, CheckFailure):
-            self._keep_case(item, exc, result)
+        failure = outcomes.check_failure(exc)
+        if failure is not None:
+            self._keep_case(item, failure, result)
         item.user_properties.append(("arck_status", status.value))
         if status is Status.NOT_APPLICABLE:
             report.outcome = "skipped"

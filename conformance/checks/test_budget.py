@@ -42,9 +42,15 @@ def _text_projection(preview: dict[str, Any], rid: str | tuple[str, ...]) -> tup
 
 
 cases_any = st.one_of(s.within_budget_cases(), s.over_budget_cases())
+# Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
+_float_lists = st.lists(
+    st.one_of(st.sampled_from(s.TRAP_FLOATS), st.floats(allow_nan=False, allow_infinity=False)),
+    min_size=1,
+    max_size=8,
+)
 
 
-@property_check("BUD-01", cases=cases_any)
+@property_check("BUD-01", cases=st.one_of(cases_any, st.tuples(st.just(1024), _float_lists)))
 def test_size_is_canonical_utf8(ctx: CheckContext, case: Any) -> None:
     """original_bytes is the length of the canonical compact JSON in UTF-8."""
     budget, result = case
@@ -405,7 +411,18 @@ def _expected_preserved(result: Any, budget: int) -> dict[str, Any]:
     return kept
 
 
-@property_check("BUD-22", cases=s.over_budget_cases())
+@st.composite
+def _nested_status_cases(draw: st.DrawFn) -> tuple[int, Any]:
+    """Status-like fields at depths 1-5 beside an over-budget note: BUD-22 stops at depth 3."""
+    budget = draw(s.budgets())
+    node: Any = {"status": draw(st.sampled_from(("ok", "done"))),
+                 "id": draw(st.integers(0, 10**6)), "note": "x" * (budget + 64)}
+    for key in draw(st.lists(st.sampled_from(("data", "page", "0")), max_size=4)):
+        node = {key: node}
+    return budget, node
+
+
+@property_check("BUD-22", cases=st.one_of(s.over_budget_cases(), _nested_status_cases()))
 def test_preserved_fields_rule(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     projected = _preview(ctx, budget, result, "BUD-22")["result"]

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from schemathesis import checks as st_checks
 from schemathesis.core.result import Ok
 from schemathesis.core.transport import Response
+from schemathesis.errors import FailureGroup
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from arck.conformance.checking import check, expect
@@ -85,7 +86,7 @@ def _explore(ctx: CheckContext, operation: Any, examples: int) -> None:
         exchange, response = _send(ctx, case)
         try:
             case.validate_response(response, checks=list(JUDGES))
-        except AssertionError as exc:
+        except (AssertionError, FailureGroup) as exc:  # schemathesis 4 raises a FailureGroup
             raise CheckFailure(
                 "PRO-03",
                 f"{operation.label}: answers that match the OpenAPI document, never 5xx",

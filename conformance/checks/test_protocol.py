@@ -68,6 +68,7 @@ def test_status_code_order(ctx: CheckContext) -> None:
         (401, ctx.target.dry_run(unknown, role="none"), "no credentials, unknown version"),
         (401, ctx.target.dry_run(unknown, role="forged"), "a bad token, unknown version"),
         (403, ctx.target.dry_run(unknown, role="no_permission"), "no permission, unknown version"),
+        (403, ctx.target.dry_run(invalid, role="no_permission"), "no permission, invalid body"),
         (404, ctx.target.dry_run({**unknown, "arguments": []}), "unknown version, bad arguments"),
         (422, ctx.target.dry_run(invalid), "arguments not an object"),
         (404, ctx.target.get_tool_set("arck-no-such-tool-set"), "an unknown tool set"),

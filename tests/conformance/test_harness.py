@@ -63,6 +63,9 @@ def test_every_check_names_known_requirements() -> None:
         (NotTestable("x"), "core", Status.NOT_TESTABLE),
         (CheckTimeout("x"), "core", Status.NOT_TESTABLE),
         (KeyError("x"), "core", Status.NOT_TESTABLE),
+        (ExceptionGroup("flaky", [CheckFailure("BUD-14", "a", "b")]), "core", Status.FAIL),
+        (ExceptionGroup("mixed", [CheckFailure("BUD-14", "a", "b"), KeyError("x")]), "core",
+         Status.NOT_TESTABLE),
     ],
 )
 def test_classify(exc: BaseException | None, level: str, status: Status) -> None:

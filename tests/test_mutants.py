@@ -1,0 +1,219 @@
+"""The check × mutant table (SPEC H-04): the suite catches every known-bad variant.
+
+Each mutant is run through `arck run` in a subprocess, on the requirements it claims to break:
+each of them must fail (warn, for a recommended one), never be "not testable" (a mutant that
+breaks setup proves nothing about a check). Every check of the suite must be failed by at least
+one mutant, and the reference itself must pass. The runs are slow, so one session fixture
+starts all the runs the selected tests need at once, in parallel, and the tests read them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arck.conformance import catalogue
+from arck.conformance import strategies as s
+from arck.conformance.coverage import coverage
+from arck.reference.mutants import CATALOGUE, Mutant, build_app
+from arck.reference.mutants.base import CutProjector
+from arck.reference.projection import Projector
+
+REFERENCE = "reference"
+SEED, EXAMPLES = "1", "40"
+TIMEOUT_S = 900
+FAILED = ("fail", "warn")  # a recommended requirement fails as a warning
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `arck run`: its exit code, its console output and its report.json (if written)."""
+
+    returncode: int
+    output: str
+    report: dict[str, Any] | None
+
+    def failed_checks(self) -> list[str]:
+        checks = self.report["checks"] if self.report else []
+        return [c["check_id"] for c in checks if c["status"] in FAILED]
+
+    def describe(self, requirement: str) -> str:
+        checks = self.report["checks"] if self.report else []
+        lines = [
+            f"  {c['check_id']}: {c['status']} {c['message'][:400]}"
+            for c in checks
+            if requirement in c["requirements"]
+        ]
+        return "\n".join(lines) or self.output[-3000:]
+
+
+def _arck_run(target: str, args: list[str], report_dir: Path) -> Run:
+    command = [sys.executable, "-m", "arck.conformance.cli", "run", "--target", target, *args,
+               "--report-dir", str(report_dir)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, timeout=TIMEOUT_S,
+        cwd=report_dir.parent, env={**os.environ, "CI": "true"},
+    )
+    path = report_dir / "report.json"
+    report = json.loads(path.read_text("utf-8")) if path.exists() else None
+    return Run(done.returncode, done.stdout + done.stderr, report)
+
+
+class Runs:
+    """All the runs a session needs, started together on as many workers as there are cores."""
+
+    def __init__(self, root: Path, names: list[str]) -> None:
+        self.root = root
+        self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+        self.futures: dict[str, Future[Run]] = {}
+        for name in names:
+            self.start(name)
+
+    def start(self, name: str) -> Future[Run]:
+        if name not in self.futures:
+            self.futures[name] = self.pool.submit(self._run, name, self.root / name)
+        return self.futures[name]
+
+    @staticmethod
+    def _run(name: str, report_dir: Path) -> Run:
+        if name == REFERENCE:
+            return _arck_run(REFERENCE, ["--profile", "quick"], report_dir)
+        mutant = CATALOGUE[name]
+        args = ["--requirements", ",".join(mutant.breaks), "--seed", SEED,
+                "--max-examples", EXAMPLES]
+        return _arck_run(f"mutant:{name}", args, report_dir)
+
+    def get(self, name: str) -> Run:
+        return self.start(name).result()
+
+    def table(self) -> dict[str, list[str]]:
+        """Check id → the mutants that fail it."""
+        found: dict[str, list[str]] = {}
+        for name in sorted(CATALOGUE):
+            for check_id in self.get(name).failed_checks():
+                found.setdefault(check_id, []).append(name)
+        return found
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _needed(items: list[pytest.Item]) -> list[str]:
+    """The runs the selected tests of this module read, longest first."""
+    wanted: set[str] = set()
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.module.__name__ != __name__:
+            continue
+        name = item.originalname
+        if name == "test_mutant_is_caught":
+            wanted.add(str(item.callspec.params["name"]))
+        elif name == "test_every_check_fails_on_some_mutant":
+            wanted.update(CATALOGUE)
+        elif name == "test_reference_passes_the_quick_profile":
+            wanted.add(REFERENCE)
+    return sorted(wanted, key=_expected_cost, reverse=True)
+
+
+def _expected_cost(name: str) -> tuple[int, str]:
+    """Longest first, so two workers finish together: the reference, then property checks."""
+    if name == REFERENCE:
+        return 2, name
+    return int(any(rid.startswith("BUD") for rid in CATALOGUE[name].breaks)), name
+
+
+@pytest.fixture(scope="session")
+def runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Runs]:
+    started = Runs(tmp_path_factory.mktemp("mutants"), _needed(request.session.items))
+    yield started
+    started.close()
+
+
+def _level(rid: str) -> str:
+    return catalogue.load().get(rid).level
+
+
+# -- the catalogue itself ------------------------------------------------------------------------
+
+
+def test_catalogue_is_well_formed() -> None:
+    known = set(catalogue.load().ids())
+    assert len(CATALOGUE) >= 30
+    assert "chars-not-bytes" in CATALOGUE  # tests/conformance/test_cli.py uses it
+    for name, mutant in CATALOGUE.items():
+        assert mutant.name == name
+        assert mutant.breaks, name
+        assert set(mutant.breaks) <= known, (name, set(mutant.breaks) - known)
+        assert mutant.factory.startswith("arck.reference.mutants."), name
+        assert mutant.description, name
+        assert "\n" not in mutant.description, name
+
+
+@pytest.mark.parametrize("mutant", CATALOGUE.values(), ids=lambda m: m.name)
+def test_every_mutant_builds(mutant: Mutant) -> None:
+    app = build_app(mutant.name)
+    assert any(getattr(route, "path", "") == "/v1/tools/dry-run" for route in app.routes)
+
+
+def test_unknown_mutant_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="chars-not-bytes"):
+        build_app("no-such-mutant")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=st.one_of(s.over_budget_cases(), s.multimodal_over_budget_cases()))
+def test_cut_projector_is_the_reference_projection(case: tuple[int, Any]) -> None:
+    """The cut mutants replace one step of CutProjector; the rest must be the reference's."""
+    budget, result = case
+    assert CutProjector().project(result, budget) == Projector().project(result, budget)
+
+
+# -- the check × mutant table --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_mutant_is_caught(name: str, runs: Runs) -> None:
+    mutant = CATALOGUE[name]
+    run = runs.get(name)
+    assert run.report is not None, f"{name}: no report.json\n{run.output[-3000:]}"
+    statuses = {row["id"]: row["status"] for row in run.report["requirements"]}
+    for rid in mutant.breaks:
+        want = "warn" if _level(rid) == "recommended" else "fail"
+        assert statuses[rid] == want, (
+            f"mutant {name} ({mutant.description}): {rid} is {statuses[rid]!r}, "
+            f"expected {want!r}\n{run.describe(rid)}"
+        )
+    core_broken = any(_level(rid) != "recommended" for rid in mutant.breaks)
+    assert run.returncode == (1 if core_broken else 0), run.output[-3000:]
+
+
+def test_every_check_fails_on_some_mutant(runs: Runs) -> None:
+    checks = sorted({check for ids in coverage().values() for check in ids})
+    table = runs.table()
+    uncaught = [check for check in checks if not table.get(check)]
+    rows = "\n".join(f"  {check:<60} {', '.join(table.get(check, [])) or '-'}" for check in checks)
+    print(f"check × mutant table:\n{rows}")  # shown with -s or -rP
+    assert not uncaught, f"checks no mutant fails: {uncaught}\ncheck × mutant table:\n{rows}"
+
+
+def test_reference_passes_the_quick_profile(runs: Runs) -> None:
+    run = runs.get(REFERENCE)
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.report is not None
+    failing = [
+        row["id"] for row in run.report["requirements"]
+        if row["status"] in ("fail", "not_testable") and row["level"] != "recommended"
+    ]
+    assert not failing, run.output[-3000:]
