@@ -138,3 +138,107 @@ def test_a_hung_target_is_not_testable(tmp_path: Path) -> None:
     (check,) = report["checks"]
     assert check["status"] == "not_testable"
     assert "did not answer in time" in check["message"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_serve_then_run_over_real_http(tmp_path: Path) -> None:
+    """`arck serve` and a URL target: the same suite over a real socket (H-01)."""
+    import time
+
+    import httpx
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [*ARCK, "serve", "--port", str(port), "--database", str(tmp_path / "db.sqlite3")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        for _ in range(100):  # bounded: at most ~20 s for the server to come up
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        done = arck("run", "--target", f"http://127.0.0.1:{port}", "--requirements",
+                    "DRY-06,DEF-04,AUTH-03", "--max-examples", "5", "--report-dir",
+                    str(tmp_path / "out"))
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+        assert report["target"]["kind"] == "url"
+        assert report["created"], "the run lists what it created"
+    finally:
+        server.terminate()
+        output, _ = server.communicate(timeout=30)
+    assert "arck-dev-full" in output  # serve prints its development credentials
+
+
+ADAPTER = '''
+from arck.simulator.factory import build_target
+
+
+class Adapter:
+    """A stand-in for an implementation with another API: it delegates to the reference."""
+
+    def __init__(self, config):
+        inner = build_target("reference")
+        self.info = inner.info
+        self.created = inner.created
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def request(self, *args, **kwargs):
+        return self._inner.request(*args, **kwargs)
+
+    def health(self):
+        return self._inner.health()
+
+    def create_binding(self, name, role="full"):
+        return self._inner.create_binding(name, role)
+
+    def publish_tool_set(self, body, role="full"):
+        return self._inner.publish_tool_set(body, role)
+
+    def get_tool_set(self, tool_set_id, role="full"):
+        return self._inner.get_tool_set(tool_set_id, role)
+
+    def publish_agent_version(self, agent_id, body, role="full"):
+        return self._inner.publish_agent_version(agent_id, body, role)
+
+    def get_agent_version(self, version, role="full"):
+        return self._inner.get_agent_version(version, role)
+
+    def try_modify(self, kind, resource_id, body):
+        return self._inner.try_modify(kind, resource_id, body)
+
+    def dry_run(self, body, role="full"):
+        return self._inner.dry_run(body, role)
+
+    def openapi(self):
+        return self._inner.openapi()
+
+    def close(self):
+        self._inner.close()
+'''
+
+
+def test_an_adapter_plugs_in(tmp_path: Path) -> None:
+    (tmp_path / "my_adapter.py").write_text(ADAPTER)
+    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [*ARCK, "run", "--target", "adapter:my_adapter:Adapter", "--requirements", "DRY-01",
+         "--max-examples", "5", "--report-dir", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    assert {c["status"] for c in report["checks"]} == {"pass"}
