@@ -118,12 +118,17 @@ class Projector:
         if preserved:
             projection["preserved_fields"] = preserved
         available = budget - self.text_size(projection, attachments)
+        head, tail = self.head_and_tail(value, available)
+        projection["preview"] = {"head": head, "tail": tail}
+        return projection
+
+    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
+        """Head and tail of the canonical text whose escaped costs fit `available` bytes."""
         text = canonical_text(value)
         head_end = self.cut_head(text, available // 2)
         head = text[:head_end]
         tail_start = self.cut_tail(text, available - self.string_cost(head), head_end)
-        projection["preview"] = {"head": head, "tail": text[tail_start:]}
-        return projection
+        return head, text[tail_start:]
 
     def string_cost(self, s: str) -> int:
         return sum(self.char_cost(ch) for ch in s)

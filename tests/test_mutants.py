@@ -20,15 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from arck.conformance import catalogue
-from arck.conformance import strategies as s
 from arck.conformance.coverage import coverage
 from arck.reference.mutants import CATALOGUE, Mutant, build_app
-from arck.reference.mutants.base import CutProjector
-from arck.reference.projection import Projector
 
 REFERENCE = "reference"
 SEED, EXAMPLES = "1", "40"
@@ -170,14 +165,6 @@ def test_every_mutant_builds(mutant: Mutant) -> None:
 def test_unknown_mutant_names_the_known_ones() -> None:
     with pytest.raises(KeyError, match="chars-not-bytes"):
         build_app("no-such-mutant")
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=st.one_of(s.over_budget_cases(), s.multimodal_over_budget_cases()))
-def test_cut_projector_is_the_reference_projection(case: tuple[int, Any]) -> None:
-    """The cut mutants replace one step of CutProjector; the rest must be the reference's."""
-    budget, result = case
-    assert CutProjector().project(result, budget) == Projector().project(result, budget)
 
 
 # -- the check × mutant table --------------------------------------------------------------------

@@ -42,6 +42,22 @@ def _text_projection(preview: dict[str, Any], rid: str | tuple[str, ...]) -> tup
 
 
 cases_any = st.one_of(s.within_budget_cases(), s.over_budget_cases())
+MULTIBYTE_UNITS = (
+    "中文", "😀", "é", "👨‍👩‍👧‍👦", "🇫🇷🇯🇵", "e\u0301", "1️⃣", "\u1100\u1161\u11a8", "ж\n",
+)
+
+
+@st.composite
+def _multibyte_cases(draw: st.DrawFn) -> tuple[int, Any]:
+    """Over-budget text with no ASCII run to cut in: every cut lands next to a multibyte
+    character or cluster, where byte, code-unit and code-point cuts go wrong."""
+    budget = draw(s.budgets())
+    unit = draw(st.sampled_from(MULTIBYTE_UNITS))
+    factor = draw(st.sampled_from((1, 2, 5)))
+    return budget, unit * (factor * budget // oracle.escaped_size(unit) + 1)
+
+
+cut_cases = st.one_of(s.over_budget_cases(), _multibyte_cases())
 # Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
 _float_lists = st.lists(
     st.one_of(st.sampled_from(s.TRAP_FLOATS), st.floats(allow_nan=False, allow_infinity=False)),
@@ -185,7 +201,7 @@ def test_within_budget_unchanged(ctx: CheckContext, case: Any) -> None:
     )
 
 
-@property_check("BUD-08", cases=s.over_budget_cases())
+@property_check("BUD-08", cases=cut_cases)
 def test_projection_is_valid_json_and_unicode(ctx: CheckContext, case: Any) -> None:
     """The answer decodes and parses strictly; no cut leaves a surrogate or adds U+FFFD."""
     budget, result = case
@@ -205,7 +221,7 @@ def test_projection_is_valid_json_and_unicode(ctx: CheckContext, case: Any) -> N
     )
 
 
-@property_check("BUD-09", cases=s.over_budget_cases())
+@property_check("BUD-09", cases=cut_cases)
 def test_preview_is_head_and_tail(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     head, tail = _text_projection(_preview(ctx, budget, result, "BUD-09"), "BUD-09")
@@ -219,7 +235,7 @@ def test_preview_is_head_and_tail(ctx: CheckContext, case: Any) -> None:
            f"{len(head)} + {len(tail)} characters of {len(text)}")
 
 
-@property_check("BUD-10", cases=s.over_budget_cases())
+@property_check("BUD-10", cases=cut_cases)
 def test_cuts_keep_clusters_and_escapes_whole(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     head, tail = _text_projection(_preview(ctx, budget, result, "BUD-10"), "BUD-10")

@@ -14,12 +14,13 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 
 from arck.reference.canonical import canonical_text, utf8_length
-from arck.reference.mutants.base import CutProjector, serve
+from arck.reference.mutants.base import serve
+from arck.reference.projection import Projector
 
 _ESCAPED_AGAIN = frozenset(b'"\\')  # bytes that take two bytes inside a JSON string
 
 
-class PreviewOnlyProjector(CutProjector):
+class PreviewOnlyProjector(Projector):
     """Counts only the preview strings, not the wrapper, marker or preserved fields."""
 
     def text_size(self, projection: dict[str, Any], attachments: list[Any] | None) -> int:
@@ -27,7 +28,7 @@ class PreviewOnlyProjector(CutProjector):
         return sum(self.string_cost(box.get(k, "")) + 2 for k in ("head", "tail"))
 
 
-class EscapesFreeProjector(CutProjector):
+class EscapesFreeProjector(Projector):
     def char_cost(self, ch: str) -> int:
         return utf8_length(ch)
 
@@ -40,7 +41,7 @@ def _byte_cost(data: bytes) -> list[int]:
     return costs
 
 
-class ByteCutProjector(CutProjector):
+class ByteCutProjector(Projector):
     """Cuts the UTF-8 bytes and decodes each piece with errors="replace"."""
 
     def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
@@ -55,7 +56,7 @@ class ByteCutProjector(CutProjector):
         return head, data[start:].decode("utf-8", "replace")
 
 
-class CodeUnitCutProjector(CutProjector):
+class CodeUnitCutProjector(Projector):
     """Cuts UTF-16 code units, as `String.prototype.slice` would: a pair can be split."""
 
     def measure(self, value: Any) -> int:
@@ -77,17 +78,17 @@ class CodeUnitCutProjector(CutProjector):
         return head, units[2 * start :].decode("utf-16-le", "surrogatepass")
 
 
-class CodePointCutProjector(CutProjector):
+class CodePointCutProjector(Projector):
     def cut_allowed(self, text: str, i: int, boundaries: set[int]) -> bool:
         return not self.inside_escape(text, i)
 
 
-class EscapeBlindProjector(CutProjector):
+class EscapeBlindProjector(Projector):
     def cut_allowed(self, text: str, i: int, boundaries: set[int]) -> bool:
         return i in boundaries
 
 
-class SpacedTextProjector(CutProjector):
+class SpacedTextProjector(Projector):
     """Takes head and tail from `json.dumps` with its default `", "` and `": "` separators."""
 
     def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
@@ -98,12 +99,12 @@ class SpacedTextProjector(CutProjector):
         return head, text[tail_start:]
 
 
-class HalfBudgetProjector(CutProjector):
+class HalfBudgetProjector(Projector):
     def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
         return super().head_and_tail(value, available // 2)
 
 
-class RandomSplitProjector(CutProjector):
+class RandomSplitProjector(Projector):
     """Splits the bytes between head and tail at random (unseeded on purpose: the defect)."""
 
     def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
