@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import given, seed
+from hypothesis import example, given, seed
 from hypothesis.strategies import SearchStrategy
 
 from arck.conformance.context import CheckContext
@@ -31,8 +31,14 @@ def _tag(ids: tuple[str, ...], fn: Callable[..., Any], test: F) -> F:
     return marked
 
 
-def property_check(*ids: str, cases: SearchStrategy[Any]) -> Callable[[CaseFn], Any]:
-    """A check run over many generated cases; the shrunk failing case is kept as its example."""
+def property_check(
+    *ids: str, cases: SearchStrategy[Any], examples: tuple[Any, ...] = ()
+) -> Callable[[CaseFn], Any]:
+    """A check run over many generated cases; the shrunk failing case is kept as its example.
+
+    `examples` are cases tried on every run whatever the seed: the classic defects a check
+    exists for, so it bites even when the random search is short.
+    """
 
     def decorate(fn: CaseFn) -> Any:
         def test(arck: CheckContext, arck_replay_case: Any) -> None:
@@ -44,6 +50,8 @@ def property_check(*ids: str, cases: SearchStrategy[Any]) -> Callable[[CaseFn], 
             def explore(case: Any) -> None:
                 _run(fn, arck, case)
 
+            for case in examples:
+                explore = example(case=case)(explore)
             explore = arck.settings(explore)
             if arck.seed is not None:
                 explore = seed(arck.seed)(explore)

@@ -58,6 +58,16 @@ def _multibyte_cases(draw: st.DrawFn) -> tuple[int, Any]:
 
 
 cut_cases = st.one_of(s.over_budget_cases(), _multibyte_cases())
+# Cuts that split a surrogate pair, a UTF-8 sequence, a ZWJ family, a combining sequence or an
+# escape, whichever way the bytes fall (odd and even budgets).
+CUT_EXAMPLES = (
+    *(
+        (budget, unit * (2 * budget // oracle.escaped_size(unit)))
+        for budget in (1024, 1025)
+        for unit in ("😀", "中文", "👨‍👩‍👧‍👦", "e\u0301", "\\\n\u0000")
+    ),
+    (1024, {"z": [1, {"b": "x", "a": None}] * 200, "status": "ok"}),  # separators, key order
+)
 # Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
 _float_lists = st.lists(
     st.one_of(st.sampled_from(s.TRAP_FLOATS), st.floats(allow_nan=False, allow_infinity=False)),
@@ -66,7 +76,17 @@ _float_lists = st.lists(
 )
 
 
-@property_check("BUD-01", cases=st.one_of(cases_any, st.tuples(st.just(1024), _float_lists)))
+SIZE_EXAMPLES = (
+    (1024, {"f": [1e-7, 1e16, 1e-5, 5e-324, -0.0], "t": "中😀\n\""}),
+    (1024, {"n": [10**30, -(2**64)], "t": "\u2028<&>"}),
+)
+
+
+@property_check(
+    "BUD-01",
+    cases=st.one_of(cases_any, st.tuples(st.just(1024), _float_lists)),
+    examples=SIZE_EXAMPLES,
+)
 def test_size_is_canonical_utf8(ctx: CheckContext, case: Any) -> None:
     """original_bytes is the length of the canonical compact JSON in UTF-8."""
     budget, result = case
@@ -201,7 +221,7 @@ def test_within_budget_unchanged(ctx: CheckContext, case: Any) -> None:
     )
 
 
-@property_check("BUD-08", cases=cut_cases)
+@property_check("BUD-08", cases=cut_cases, examples=CUT_EXAMPLES)
 def test_projection_is_valid_json_and_unicode(ctx: CheckContext, case: Any) -> None:
     """The answer decodes and parses strictly; no cut leaves a surrogate or adds U+FFFD."""
     budget, result = case
@@ -221,7 +241,7 @@ def test_projection_is_valid_json_and_unicode(ctx: CheckContext, case: Any) -> N
     )
 
 
-@property_check("BUD-09", cases=cut_cases)
+@property_check("BUD-09", cases=cut_cases, examples=CUT_EXAMPLES)
 def test_preview_is_head_and_tail(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     head, tail = _text_projection(_preview(ctx, budget, result, "BUD-09"), "BUD-09")
@@ -235,7 +255,7 @@ def test_preview_is_head_and_tail(ctx: CheckContext, case: Any) -> None:
            f"{len(head)} + {len(tail)} characters of {len(text)}")
 
 
-@property_check("BUD-10", cases=cut_cases)
+@property_check("BUD-10", cases=cut_cases, examples=CUT_EXAMPLES)
 def test_cuts_keep_clusters_and_escapes_whole(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     head, tail = _text_projection(_preview(ctx, budget, result, "BUD-10"), "BUD-10")
@@ -438,7 +458,11 @@ def _nested_status_cases(draw: st.DrawFn) -> tuple[int, Any]:
     return budget, node
 
 
-@property_check("BUD-22", cases=st.one_of(s.over_budget_cases(), _nested_status_cases()))
+@property_check(
+    "BUD-22",
+    cases=st.one_of(s.over_budget_cases(), _nested_status_cases()),
+    examples=((1024, {"a": {"b": {"c": {"status": "deep"}}}, "id": 7, "pad": "x" * 2000}),),
+)
 def test_preserved_fields_rule(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     projected = _preview(ctx, budget, result, "BUD-22")["result"]
