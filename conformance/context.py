@@ -7,6 +7,7 @@ cannot judge anything, so it is "not testable" (which fails a run), never a pass
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,14 @@ class CheckContext:
             "mock_receipts": [{"receipt_id": receipt_id, "kind": kind, "result": result}],
         }
         return self.target.dry_run(body, role=role)
+
+    def raw_dry_run_body(self, version: Version, result: bytes) -> bytes:
+        """A dry-run body around a result given as raw JSON text, which `json.dumps` could
+        not write (NaN, lone surrogates, 4,301 digits, 513 levels, corpus files)."""
+        head = json.dumps({"agent_version": version.agent_version,
+                           "tool_name": version.tool_name, "arguments": {}})[:-1].encode()
+        receipt = b'{"receipt_id":"arck-raw","kind":"completed","result":' + result + b"}"
+        return head + b',"mock_receipts":[' + receipt + b"]}"
 
     def _id(self, exchange: Exchange, key: str, step: str) -> str:
         data = exchange.json_or_none()

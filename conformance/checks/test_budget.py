@@ -473,14 +473,6 @@ def test_preserved_fields_rule(ctx: CheckContext, case: Any) -> None:
            f"{json.dumps(got, ensure_ascii=False)[:300]}")
 
 
-def _limit_body(ctx: CheckContext, result_text: str) -> bytes:
-    version = ctx.version(1024)
-    head = json.dumps({"agent_version": version.agent_version, "tool_name": version.tool_name,
-                       "arguments": {}})[:-1]
-    receipt = '{"receipt_id":"arck-limit","kind":"completed","result":' + result_text + "}"
-    return (head + ',"mock_receipts":[' + receipt + "]}").encode("ascii")
-
-
 @property_check("BUD-23", cases=st.sampled_from(("depth", "digits")))
 def test_general_limits(ctx: CheckContext, case: Any) -> None:
     """512 levels and 4,300 digits pass; one more is refused with the path named."""
@@ -489,10 +481,12 @@ def test_general_limits(ctx: CheckContext, case: Any) -> None:
         if case == "depth"
         else ("1" * 4300, "1" * 4301)
     )
-    fine = answer(ctx.target.dry_run(_limit_body(ctx, inside)), "BUD-23", example=case)
+    version = ctx.version(1024)
+    at_limit = ctx.target.dry_run(ctx.raw_dry_run_body(version, inside.encode()))
+    fine = answer(at_limit, "BUD-23", example=case)
     expect(isinstance(fine, dict) and fine.get("context_preview") is not None, "BUD-23",
            f"a result at the limit ({case}) measured", f"{str(fine)[:200]}")
-    exchange = ctx.target.dry_run(_limit_body(ctx, over))
+    exchange = ctx.target.dry_run(ctx.raw_dry_run_body(version, over.encode()))
     expect(refused(exchange) and "/mock_receipts/0/result" in exchange.body.decode("utf-8",
            "replace"), "BUD-23", f"a result over the {case} limit refused naming "
            "/mock_receipts/0/result…", exchange.describe)

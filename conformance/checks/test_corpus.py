@@ -25,14 +25,6 @@ def corpus() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.name.endswith(".json")}
 
 
-def _receipt_body(ctx: CheckContext, raw: bytes) -> bytes:
-    version = ctx.version(32768)
-    head = json.dumps({"agent_version": version.agent_version, "tool_name": version.tool_name,
-                       "arguments": {}})[:-1].encode()
-    return head + b',"mock_receipts":[{"receipt_id":"arck-c","kind":"completed","result":' + \
-        raw + b"}]}"
-
-
 def _strictly_valid(body: bytes) -> bool:
     try:
         strict_json(body)
@@ -46,7 +38,7 @@ def test_corpus_valid_results_measured(ctx: CheckContext) -> None:
     for name, raw in sorted(corpus().items()):
         if not name.startswith("y_"):
             continue
-        body = _receipt_body(ctx, raw)
+        body = ctx.raw_dry_run_body(ctx.version(32768), raw)
         if not _strictly_valid(body):  # e.g. y_object_duplicated_key: valid JSON, not strict
             continue
         value = json.loads(raw)
@@ -62,7 +54,7 @@ def test_corpus_invalid_results_refused(ctx: CheckContext) -> None:
     for name, raw in sorted(corpus().items()):
         if not name.startswith(("n_", "i_")):
             continue
-        body = _receipt_body(ctx, raw)
+        body = ctx.raw_dry_run_body(ctx.version(32768), raw)
         if _strictly_valid(body):
             continue  # an i_ file holding something strict JSON allows
         exchange = ctx.target.dry_run(body)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -11,17 +10,6 @@ from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.judge import error_shape_problem
 from arck.simulator.target import Exchange
-
-
-def _dry_run_text(ctx: CheckContext, result_text: str) -> bytes:
-    version = ctx.version(1024)
-    return (
-        '{"agent_version":' + json.dumps(version.agent_version)
-        + ',"tool_name":' + json.dumps(version.tool_name)
-        + ',"arguments":{},"mock_receipts":[{"receipt_id":"arck-p","kind":"completed","result":'
-        + result_text + "}]}"
-    ).encode("utf-8", "surrogatepass")
-
 
 # Results JSON cannot hold, or that only a lenient parser takes; each must get 400.
 BAD_RESULT_TEXTS = {
@@ -43,7 +31,8 @@ BAD_BYTES = {
 
 @property_check("PRO-01", cases=st.sampled_from(sorted(BAD_RESULT_TEXTS) + sorted(BAD_BYTES)))
 def test_strict_bodies(ctx: CheckContext, case: Any) -> None:
-    body = BAD_BYTES.get(case) or _dry_run_text(ctx, BAD_RESULT_TEXTS[case])
+    raw = BAD_RESULT_TEXTS.get(case, "").encode("utf-8", "surrogatepass")
+    body = BAD_BYTES.get(case) or ctx.raw_dry_run_body(ctx.version(1024), raw)
     exchange = ctx.target.dry_run(body)
     expect(exchange.status == 400, "PRO-01", f"400 for a body with {case}", exchange.describe)
 

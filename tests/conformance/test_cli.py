@@ -14,8 +14,13 @@ import pytest
 ARCK = [sys.executable, "-m", "arck.conformance.cli"]
 
 
-def arck(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def arck(
+    *args: str, cwd: Path | None = None, path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`arck ARGS` with CI=true; `path` is put on PYTHONPATH (for app and adapter modules)."""
     env = {**os.environ, "CI": "true"}
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
     return subprocess.run(
         [*ARCK, *args], capture_output=True, text=True, cwd=cwd, env=env, check=False,
         timeout=600,
@@ -127,12 +132,8 @@ def create_app():
 
 def test_a_hung_target_is_not_testable(tmp_path: Path) -> None:
     (tmp_path / "hanging_app.py").write_text(HANGING_APP)
-    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run(
-        [*ARCK, "run", "--target", "app:hanging_app:create_app", "--requirements", "DEF-01",
-         "--check-timeout", "2", "--report-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, env=env, check=False, timeout=120,
-    )
+    done = arck("run", "--target", "app:hanging_app:create_app", "--requirements", "DEF-01",
+                "--check-timeout", "2", "--report-dir", str(tmp_path / "out"), path=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     (check,) = report["checks"]
@@ -233,12 +234,8 @@ class Adapter:
 
 def test_an_adapter_plugs_in(tmp_path: Path) -> None:
     (tmp_path / "my_adapter.py").write_text(ADAPTER)
-    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run(
-        [*ARCK, "run", "--target", "adapter:my_adapter:Adapter", "--requirements", "DRY-01",
-         "--max-examples", "5", "--report-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, env=env, check=False, timeout=300,
-    )
+    done = arck("run", "--target", "adapter:my_adapter:Adapter", "--requirements", "DRY-01",
+                "--max-examples", "5", "--report-dir", str(tmp_path / "out"), path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     assert {c["status"] for c in report["checks"]} == {"pass"}
