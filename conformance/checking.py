@@ -2,7 +2,8 @@
 
 `property_check` wraps it in a hypothesis test over a strategy of JSON-able cases; `check`
 runs it once. Both replay a stored case instead when pytest is given `--arck-case FILE` naming
-that check, so a failure found once reruns exactly, against any target (H-02).
+that check, so a failure found once reruns exactly, against any target (H-02); `arck_replay`
+on the test does the same outside pytest's item protocol (baseline entries are judged so).
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def property_check(
             if arck_replay_case is not None:
                 _run(fn, arck, arck_replay_case)
                 return
+            arck.examples = 0
 
             @given(case=cases)
             def explore(case: Any) -> None:
+                arck.examples = (arck.examples or 0) + 1
                 _run(fn, arck, case)
 
             for case in examples:
@@ -57,6 +60,7 @@ def property_check(
                 explore = seed(arck.seed)(explore)
             explore()
 
+        test.arck_replay = lambda ctx, case: _run(fn, ctx, case)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
 
     return decorate
@@ -69,6 +73,8 @@ def check(*ids: str) -> Callable[[PlainFn], Any]:
         def test(arck: CheckContext) -> None:
             fn(arck)
 
+        # A one-shot check is deterministic: replaying its case is running it again.
+        test.arck_replay = lambda ctx, case: fn(ctx)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
 
     return decorate

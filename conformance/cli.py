@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 import typer
@@ -13,9 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 import arck
+from arck.conformance import baseline as baseline_mod
 from arck.conformance import catalogue
 from arck.conformance.coverage import CHECKS_DIR, coverage
 from arck.conformance.display import Display
+from arck.conformance.events import CheckFinished
 from arck.conformance.outcomes import EXIT_USAGE
 from arck.simulator.errors import UsageError
 from arck.simulator.factory import DEV_TOKENS, MUTANT_CATALOGUE, REFERENCE_APP, load_object
@@ -63,6 +65,7 @@ def pytest_args(
     report_dir: Path | None,
     case: Path | None = None,
     check_timeout: float | None = None,
+    baseline: Path | None = None,
 ) -> list[str]:
     """The pytest command line that `arck run` and `arck replay` drive."""
     args = [
@@ -89,6 +92,7 @@ def pytest_args(
         ("--arck-report-dir", report_dir),
         ("--arck-case", case),
         ("--arck-check-timeout", check_timeout),
+        ("--arck-baseline", baseline),
     ]
     for flag, value in options:
         if value is not None:
@@ -98,8 +102,8 @@ def pytest_args(
     return args
 
 
-def _drive(args: list[str]) -> int:
-    code = pytest.main(args, plugins=[Display()])
+def _drive(args: list[str], *extra: object) -> int:
+    code = pytest.main(args, plugins=[Display(), *extra])
     return int(code) if int(code) in (0, 1, 2) else EXIT_USAGE
 
 
@@ -121,6 +125,10 @@ def run(
     check_timeout: Annotated[
         float | None, typer.Option(help="Seconds before a hung check is not testable.")
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Expected failures (from `arck baseline`); new or stale ones fail."),
+    ] = None,
 ) -> None:
     """Run the conformance suite; exit 0 conformant, 1 not, 2 usage error or unreachable."""
     if target is None and config is None:
@@ -136,8 +144,44 @@ def run(
         strict=strict,
         report_dir=report_dir,
         check_timeout=check_timeout,
+        baseline=baseline,
     )
     raise typer.Exit(_drive(args))
+
+
+class ByWhat(StrEnum):
+    id = "id"
+    check = "check"
+
+
+@app.command("baseline")
+def make_baseline(
+    report_dir: Annotated[Path, typer.Argument(help="A report directory of `arck run`.")],
+    out: Annotated[Path, typer.Option(help="The baseline file to write.")] = Path(
+        "arck-baseline.json"
+    ),
+    by: Annotated[
+        ByWhat, typer.Option(help="One entry per requirement ID, or per ID and check.")
+    ] = ByWhat.check,
+) -> None:
+    """Record a report's failures, with their counterexamples, as a baseline file."""
+    made, notes = baseline_mod.from_report(report_dir, by.value)
+    for note in notes:
+        console.print(f"arck baseline: {note}", markup=False)
+    out.write_text(baseline_mod.dump(made), "utf-8")
+    console.print(f"{len(made.entries)} entries written to {out}; "
+                  f"use it as arck run --baseline {out}", markup=False)
+
+
+class _Exchanges:
+    """Collects the HTTP exchanges of replayed checks, to print as curl lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def pytest_arck_event(self, event: Any) -> None:
+        if isinstance(event, CheckFinished):
+            self.lines += event.result.exchanges
 
 
 @app.command()
@@ -164,7 +208,12 @@ def replay(
         report_dir=None,
         case=case,
     )
-    code = _drive(args)
+    exchanges = _Exchanges()
+    code = _drive(args, exchanges)
+    if exchanges.lines:
+        console.print("reproduction (the failing input's HTTP exchanges):", markup=False)
+        for line in exchanges.lines:
+            console.print(line, markup=False, soft_wrap=True)
     verdict = {0: "FIXED", 1: "STILL FAILING"}.get(code, "NOT JUDGED")
     console.print(f"{verdict}: {check_name} ({', '.join(data.get('requirements', []))})")
     raise typer.Exit(code)

@@ -38,6 +38,7 @@ class CheckContext:
     target: Target
     seed: int | None = None
     settings: settings = field(default_factory=settings)
+    examples: int | None = None  # inputs the running property check has tried so far
     _binding: str | None = None
     _versions: dict[tuple[int | None, str], Version] = field(default_factory=dict)
     _counter: itertools.count[int] = field(default_factory=itertools.count)

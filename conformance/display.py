@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from arck.conformance.events import CheckFinished, Event, RunFinished, RunStarted
+from arck.conformance.events import BaselineJudged, CheckFinished, Event, RunFinished, RunStarted
 from arck.reports.model import Status
 
 STYLE = {
@@ -20,6 +20,7 @@ STYLE = {
     Status.NOT_APPLICABLE: "dim",
     Status.NOT_TESTABLE: "bold magenta",
     Status.NOT_COVERED: "dim",
+    Status.KNOWN_FAILURE: "dark_orange",
 }
 
 
@@ -39,6 +40,8 @@ class Display:
             self._started(event)
         elif isinstance(event, CheckFinished):
             self._finished(event)
+        elif isinstance(event, BaselineJudged):
+            self.console.print(f"[bold red]BASELINE[/] {event.message}", markup=True)
         elif isinstance(event, RunFinished):
             self._done(event)
 

@@ -21,12 +21,19 @@ class CheckFinished:
 
 
 @dataclass(frozen=True)
+class BaselineJudged:
+    """A baseline entry that fails the run: stale, or could not be judged."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class RunFinished:
     report: RunReport
     report_dir: str | None
 
 
-Event = RunStarted | CheckFinished | RunFinished
+Event = RunStarted | CheckFinished | BaselineJudged | RunFinished
 
 
 class hookspecs:

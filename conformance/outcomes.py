@@ -5,7 +5,7 @@ One mapping each, used by the plugin, the CLI and the reports alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from arck.conformance.catalogue import Catalogue, Requirement
 from arck.conformance.errors import (
@@ -69,7 +69,9 @@ def requirement_matrix(
     checks: list[CheckResult],
     selected: set[str],
     profile: str,
+    holding: Collection[str] = (),
 ) -> list[RequirementRow]:
+    """One row per requirement; `holding`: IDs whose baseline entry's counterexample still fails."""
     rows: list[RequirementRow] = []
     for req in catalogue.requirements:
         covering = [c for c in checks if req.id in c.requirements]
@@ -81,6 +83,9 @@ def requirement_matrix(
             row.reason = req.pending or "no check covers it yet"
         else:
             row.status, row.reason = _aggregate(req, covering, profile)
+            if row.status is Status.PASS and req.id in holding:
+                row.status = Status.KNOWN_FAILURE
+                row.reason = "the baseline's stored counterexample still fails"
         rows.append(row)
     return rows
 
@@ -95,6 +100,9 @@ def _aggregate(req: Requirement, covering: list[CheckResult], profile: str) -> t
     if Status.NOT_TESTABLE in statuses:
         stuck = [c.check_id for c in covering if c.status is Status.NOT_TESTABLE]
         return Status.NOT_TESTABLE, ", ".join(stuck)
+    if Status.KNOWN_FAILURE in statuses:
+        known = [c.check_id for c in covering if c.status is Status.KNOWN_FAILURE]
+        return Status.KNOWN_FAILURE, ", ".join(known)
     if statuses == {Status.NOT_APPLICABLE}:
         return Status.NOT_APPLICABLE, covering[0].message
     return Status.PASS, ""

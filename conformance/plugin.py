@@ -46,6 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--arck-strict", action="store_true", help="recommended failures fail too")
     group.addoption("--arck-case", default=None, help="replay one stored case file")
     group.addoption(
+        "--arck-baseline", default=None, help="expected failures (arck baseline); stale ones fail"
+    )
+    group.addoption(
         "--arck-check-timeout",
         type=float,
         default=DEFAULT_CHECK_TIMEOUT,
@@ -77,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
             strict=config.getoption("arck_strict"),
             case_file=Path(c) if (c := config.getoption("arck_case")) else None,
             check_timeout=config.getoption("arck_check_timeout"),
+            baseline_path=Path(b) if (b := config.getoption("arck_baseline")) else None,
         )
         config.pluginmanager.register(run, "arck-run")
 

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import arck
+from arck.conformance import baseline as baselines
 from arck.conformance import catalogue, outcomes
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
-from arck.conformance.events import CheckFinished, RunFinished, RunStarted
+from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, RunStarted
 from arck.reports.model import CheckResult, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
 from arck.simulator.factory import build_target
@@ -61,6 +62,7 @@ class ArckRun:
         strict: bool,
         case_file: Path | None,
         check_timeout: float,
+        baseline_path: Path | None = None,
     ) -> None:
         self.config = config
         self.target_spec = target_spec
@@ -78,6 +80,12 @@ class ArckRun:
         self.strict = strict
         self.case = self._load_case(case_file) if case_file else None
         self.check_timeout = check_timeout
+        self.baseline_path = baseline_path
+        try:
+            self.baseline = baselines.load(baseline_path) if baseline_path else None
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.items_by_name: dict[str, pytest.Item] = {}
         self.results: list[CheckResult] = []
         self.started_at = _now()
         self._target: Target | None = None
@@ -146,6 +154,7 @@ class ArckRun:
     ) -> None:
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
+        self.items_by_name = {item.name: item for item in items}  # baseline cases replay any
         for item in items:
             ids = self.requirements_of(item)
             wanted = bool(ids & self.selected)
@@ -165,6 +174,10 @@ class ArckRun:
             raise UsageError(f"{item.nodeid}: a conformance check must carry requirement IDs")
         for rid in sorted(ids):
             item.user_properties.append(("requirement", rid))
+        self.context.examples = None
+        recent = getattr(self.target, "recent", None)
+        if recent is not None:
+            recent.clear()
         level = self.level_of(item)
         if level == "profile" and self.target.info.profile != "reference":
             raise NotApplicable(outcomes.PROFILE_NOT_DECLARED)
@@ -191,14 +204,21 @@ class ArckRun:
             status=status,
             message=message,
             duration_s=round(call.duration, 3),
+            examples=self._context.examples if self._context else None,
         )
         failure = outcomes.check_failure(exc)
+        if failure is not None or self.case is not None:  # a replay always shows its requests
+            result.exchanges = [e.reproduction() for e in getattr(self.target, "recent", ())]
         if failure is not None:
+            result.failed = sorted(set(failure.requirements))
             self._keep_case(item, failure, result)
+            if self.baseline is not None and self.baseline.known(result.check_id, result.failed):
+                result.status = status = Status.KNOWN_FAILURE
+                result.message = f"known failure (baseline {self.baseline_path}): {message}"
         item.user_properties.append(("arck_status", status.value))
-        if status is Status.NOT_APPLICABLE:
+        if status in (Status.NOT_APPLICABLE, Status.KNOWN_FAILURE):
             report.outcome = "skipped"
-            report.longrepr = (str(item.path), 0, f"not applicable: {message}")
+            report.longrepr = (str(item.path), 0, f"{status.value}: {message}")
         elif status is Status.WARN:
             report.outcome = "passed"
             report.longrepr = None
@@ -215,10 +235,14 @@ class ArckRun:
             outcomes.EXIT_USAGE,
         ):
             return
+        judged = self._judge_baseline() if self.baseline is not None else None
+        holding = {e["requirement"] for e in judged or [] if e["state"] == "holds"}
         rows = outcomes.requirement_matrix(
-            self.catalogue, self.results, self.selected, self.target.info.profile
+            self.catalogue, self.results, self.selected, self.target.info.profile, holding
         )
         code = outcomes.exit_code(rows, self.strict)
+        if any(e["state"] in ("stale", "not_judged") for e in judged or []):
+            code = outcomes.EXIT_FAILED  # a baseline only shrinks: a stale entry must go
         answered = not isinstance(self._target, HttpTarget) or self._target.exchanges > 0
         if not answered or exitstatus == pytest.ExitCode.INTERRUPTED:
             code = outcomes.EXIT_USAGE
@@ -239,6 +263,9 @@ class ArckRun:
                 "strict": self.strict,
                 "requirements": self.requirements_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),
+            },
+            baseline=None if judged is None else {
+                "file": str(self.baseline_path), "entries": judged
             },
         )
         if self.report_dir is not None:
@@ -267,6 +294,44 @@ class ArckRun:
     def check_id(self, item: pytest.Item) -> str:
         module = item.module.__name__.rsplit(".", 1)[-1] if hasattr(item, "module") else ""
         return f"{module.removeprefix('test_')}/{item.name}"
+
+    def _judge_baseline(self) -> list[dict[str, Any]]:
+        """Replay each entry's stored cases: stale when all pass now, holds when one fails."""
+        assert self.baseline is not None
+        judged: list[dict[str, Any]] = []
+        for entry in self.baseline.entries:
+            state, detail = self._judge_entry(entry)
+            judged.append({"requirement": entry.requirement, "check": entry.check,
+                           "state": state, "detail": detail})
+            if state in ("stale", "not_judged"):
+                message = f"baseline entry {entry.requirement} ({entry.check or 'any check'}) " \
+                          f"is {state.replace('_', ' ')}: {detail}"
+                self.config.hook.pytest_arck_event(event=BaselineJudged(message))
+        return judged
+
+    def _judge_entry(self, entry: baselines.Entry) -> tuple[str, str]:
+        if entry.requirement not in self.selected:
+            return "not_selected", "requirement not selected by --requirements"
+        passing: list[str] = []
+        for case in entry.cases:
+            item = self.items_by_name.get(case.check)
+            if item is None:
+                return "stale", f"the suite has no check {case.check!r} any more; re-record it"
+            if self.level_of(item) == "profile" and self.target.info.profile != "reference":
+                return "not_selected", outcomes.PROFILE_NOT_DECLARED
+            try:
+                with _watchdog(self.check_timeout, item.nodeid):
+                    item.obj.arck_replay(self.context, case.case)  # type: ignore[attr-defined]
+                exc: BaseException | None = None
+            except (Exception, CheckTimeout) as caught:
+                exc = caught
+            status, message = outcomes.classify(exc, "core")
+            if status is Status.FAIL:
+                return "holds", f"{case.check}: stored counterexample still fails"
+            if status is not Status.PASS:
+                return "not_judged", f"{case.check}: {message}"
+            passing.append(case.check)
+        return "stale", f"stored counterexample now passes ({', '.join(passing)}): remove the entry"
 
     def replay_case_for(self, item: pytest.Item) -> Any:
         if self.case is None or self.case.get("check") != item.name:
@@ -297,13 +362,16 @@ class ArckRun:
         cases.mkdir(parents=True, exist_ok=True)
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.check_id) + ".json"
         record = {
+            "arck_case": 1,
             "check": item.name,
             "check_id": result.check_id,
             "requirements": result.requirements,
             "seed": self.seed,
             "target_profile": self.target.info.profile,
             "message": result.message,
+            "failed": result.failed,
             "case": json.loads(text),
+            "exchanges": result.exchanges,
         }
         (cases / name).write_text(
             json.dumps(record, ensure_ascii=True, allow_nan=True, indent=1), "utf-8"

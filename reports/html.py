@@ -23,11 +23,12 @@ _ORDER = (
     Status.FAIL,
     Status.NOT_TESTABLE,
     Status.WARN,
+    Status.KNOWN_FAILURE,
     Status.NOT_COVERED,
     Status.NOT_APPLICABLE,
     Status.PASS,
 )
-_DETAILED = frozenset({Status.FAIL, Status.NOT_TESTABLE, Status.WARN})
+_DETAILED = frozenset({Status.FAIL, Status.NOT_TESTABLE, Status.WARN, Status.KNOWN_FAILURE})
 
 
 def check_anchor(check_id: str) -> str:

@@ -20,6 +20,7 @@ class Status(StrEnum):
     NOT_APPLICABLE = "not_applicable"  # optional capability or profile not declared
     NOT_TESTABLE = "not_testable"  # a prerequisite or setup failed, or the target hung
     NOT_COVERED = "not_covered"  # no check for it in this run
+    KNOWN_FAILURE = "known_failure"  # failing, and listed in the run's baseline file
 
 
 @dataclass
@@ -35,6 +36,9 @@ class CheckResult:
     case_file: str | None = None  # path of the saved case, relative to the report dir
     replay: str | None = None  # one shell line that replays this failure
     duration_s: float = 0.0
+    failed: list[str] = field(default_factory=list)  # the requirement IDs the failure named
+    examples: int | None = None  # inputs tried (property checks); None for one-shot checks
+    exchanges: list[str] = field(default_factory=list)  # curl lines of the failing input's HTTP
 
 
 @dataclass
@@ -63,6 +67,7 @@ class RunReport:
     checks: list[CheckResult]
     created: list[str] = field(default_factory=list)  # resources the run created on the target
     settings: dict[str, Any] = field(default_factory=dict)  # profile, max_examples, strict, ...
+    baseline: dict[str, Any] | None = None  # the baseline file and what became of each entry
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Counts by status, for checks and for requirements."""

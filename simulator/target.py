@@ -10,6 +10,7 @@ import json
 import shlex
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +21,7 @@ from arck.simulator.errors import TargetUnreachable
 
 REDACTED = "$ARCK_TOKEN"
 FORGED_TOKEN = "arck-forged-token-0000"  # role "forged": a token no target can know
+RECENT_EXCHANGES = 6
 
 
 @dataclass
@@ -48,12 +50,18 @@ class Exchange:
         """A curl line reproducing the request, with the credential left as a variable."""
         parts = ["curl", "-sS", "-X", self.method, shlex.quote(self.url)]
         if self.role != "none":
-            parts += ["-H", shlex.quote(f"Authorization: Bearer {REDACTED}")]
+            # Double quotes, so the shell fills in the token from the environment.
+            parts += ["-H", f'"Authorization: Bearer {REDACTED}"']
         if self.request_body is not None:
             parts += ["-H", "'Content-Type: application/json'"]
             text = self.request_body.decode("utf-8", "backslashreplace")
             parts += ["--data-binary", shlex.quote(text[:2000] + ("…" if len(text) > 2000 else ""))]
         return " ".join(parts)
+
+    def reproduction(self) -> str:
+        """The curl line and, as a comment under it, the answer it got (`st replay` style)."""
+        snippet = self.body[:200].decode("utf-8", "backslashreplace").replace("\n", " ")
+        return f"{self.as_curl()}\n# → {self.status} {snippet}"
 
     def describe(self) -> str:
         snippet = self.body[:300].decode("utf-8", "backslashreplace")
@@ -141,6 +149,8 @@ class HttpTarget:
         self.limiter = limiter or RateLimiter(None)
         self.created: list[str] = []
         self.exchanges = 0
+        # The last few exchanges: a failing input's own requests, for its case file (H-02).
+        self.recent: deque[Exchange] = deque(maxlen=RECENT_EXCHANGES)
 
     def request(
         self,
@@ -167,7 +177,7 @@ class HttpTarget:
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         self.exchanges += 1
-        return Exchange(
+        exchange = Exchange(
             method=method,
             url=str(response.request.url),
             request_body=content,
@@ -176,6 +186,8 @@ class HttpTarget:
             headers=dict(response.headers),
             role=role,
         )
+        self.recent.append(exchange)
+        return exchange
 
     def _created(self, exchange: Exchange, key: str) -> Exchange:
         if 200 <= exchange.status < 300:

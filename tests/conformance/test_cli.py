@@ -10,21 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-ARCK = [sys.executable, "-m", "arck.conformance.cli"]
-
-
-def arck(
-    *args: str, cwd: Path | None = None, path: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`arck ARGS` with CI=true; `path` is put on PYTHONPATH (for app and adapter modules)."""
-    env = {**os.environ, "CI": "true"}
-    if path is not None:
-        env["PYTHONPATH"] = str(path)
-    return subprocess.run(
-        [*ARCK, *args], capture_output=True, text=True, cwd=cwd, env=env, check=False,
-        timeout=600,
-    )
+from clirun import ARCK, arck
 
 
 def test_reference_passes_a_selection_and_writes_reports(tmp_path: Path) -> None:
@@ -62,6 +48,12 @@ def test_a_mutant_fails_with_a_replayable_case(tmp_path: Path) -> None:
     still = arck("replay", str(case), "--target", "mutant:chars-not-bytes")
     assert still.returncode == 1, still.stdout + still.stderr
     assert "STILL FAILING" in still.stdout
+    assert "curl -sS -X POST" in still.stdout  # the failing input's HTTP exchange, replayable
+    assert "# → 200" in still.stdout
+    assert "arck-dev-full" not in still.stdout  # the credential stays a variable
+    record = json.loads(case.read_text("utf-8"))
+    assert record["failed"] == ["BUD-01"]
+    assert record["exchanges"]
     fixed = arck("replay", str(case), "--target", "reference")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "FIXED" in fixed.stdout

@@ -1,0 +1,107 @@
+"""Baselines: the failures an implementer has accepted for now, each with its counterexample.
+
+An entry names a requirement ID, optionally one check, and carries the stored cases that showed
+the failure. A run given the file treats matching failures as known, and replays every entry's
+cases: an entry is stale only when all of its cases now pass. Random exploration finding nothing
+this time never makes an entry stale, so entries do not flicker and a baseline only shrinks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arck.conformance.errors import UsageError
+
+State = Literal["holds", "stale", "not_selected", "not_judged"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Case(BaseModel):
+    """A saved case file's content (see `ArckRun._keep_case`); extra keys are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    check: str = Field(min_length=1)
+    case: Any = None
+
+
+class Entry(_Strict):
+    requirement: str = Field(pattern=r"^[A-Z]+-\d+$")
+    check: str | None = None  # a check id ("budget/test_x"); None: any check of the requirement
+    reason: str = ""
+    cases: list[Case] = Field(min_length=1)
+
+    def covers(self, check_id: str, requirement: str) -> bool:
+        return self.requirement == requirement and self.check in (None, check_id)
+
+
+class Baseline(_Strict):
+    arck_baseline: Literal[1] = 1
+    entries: list[Entry] = Field(default_factory=list)
+
+    def known(self, check_id: str, failed: list[str]) -> bool:
+        """Whether every requirement a failure named is covered by an entry."""
+        return bool(failed) and all(
+            any(e.covers(check_id, rid) for e in self.entries) for rid in failed
+        )
+
+
+def load(path: Path) -> Baseline:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"baseline file {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"baseline file {str(path)!r} is not readable JSON: {exc}") from None
+    try:
+        return Baseline.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise UsageError(f"baseline file {str(path)!r}: {problems}") from None
+
+
+def from_report(report_dir: Path, by: Literal["id", "check"]) -> tuple[Baseline, list[str]]:
+    """Entries for every failed or warned check of a report that kept its case file.
+
+    Returns the baseline and notes on what could not be taken (no case file: not testable).
+    """
+    try:
+        report = json.loads((report_dir / "report.json").read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{report_dir}: no readable report.json ({exc})") from None
+    entries: dict[tuple[str, str | None], Entry] = {}
+    notes: list[str] = []
+    for check in report.get("checks", []):
+        if check.get("status") not in ("fail", "warn", "known_failure"):
+            continue
+        if not check.get("case_file"):
+            notes.append(f"{check['check_id']}: {check['status']} without a case file, not taken")
+            continue
+        try:
+            text = (report_dir / check["case_file"]).read_text("utf-8")
+            case = Case.model_validate(json.loads(text))  # json reads NaN and lone surrogates
+        except (OSError, ValueError, ValidationError) as exc:
+            where = report_dir / check["case_file"]
+            raise UsageError(f"{where}: not a case file ({exc})") from None
+        for rid in check.get("failed") or check["requirements"]:
+            key = (rid, None if by == "id" else check["check_id"])
+            entry = entries.setdefault(key, Entry(requirement=rid, check=key[1], cases=[case]))
+            if case not in entry.cases:
+                entry.cases.append(case)
+    ordered = sorted(entries.values(), key=lambda e: (e.requirement, e.check or ""))
+    return Baseline(entries=ordered), notes
+
+
+def dump(baseline: Baseline) -> str:
+    data = baseline.model_dump(mode="json", exclude_defaults=False)
+    return json.dumps(data, ensure_ascii=True, allow_nan=True, indent=1) + "\n"
