@@ -2,29 +2,37 @@
 
 The preview cuts the result's canonical text, not its structure: a head prefix and a tail
 suffix, each cut on an extended grapheme cluster boundary and never inside a JSON escape, so
-both stay valid Unicode and valid JSON strings. Only windows near the two cuts are segmented,
-which keeps the cost close to the one `json.dumps` the size needs anyway.
+both stay valid Unicode and valid JSON strings. The canonical text is built once and gives the
+size too; the cuts are found by bisection over escaped costs computed with str methods, and only
+a few dozen characters around each cut are segmented. That keeps the cost close to the one
+`json.dumps` the size needs anyway (benchmarks/bench_projection.py).
 
 Every step is a method so a known-bad variant (reference/mutants) can replace exactly one.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-from arck.reference.canonical import canonical_text, measure, pointer_token, utf8_length
+from arck.reference.canonical import canonical_text, pointer_token, utf8_length
 
 PRESERVED_KEYS = frozenset(
     {"id", "status", "state", "next_cursor", "cursor", "has_more", "total", "code", "error", "type"}
 )
 MAX_PRESERVED_DEPTH = 3
 MAX_PRESERVED_VALUE_BYTES = 128
+# Characters segmented on each side of a cut; doubled while no allowed cut is found in reach.
+CUT_WINDOW = 32
 
 _CLUSTER = regex.compile(r"\X")
+# Two characters with a cluster boundary between them whatever surrounds them: ASCII (the
+# canonical text holds no raw CR or LF) or Grapheme_Cluster_Break=Other on both sides, where no
+# rule but GB999 applies. Searched right to left, so the match found is the last one.
+_SAFE_PAIR = regex.compile(r"(?r)[\x00-\x7f\p{Grapheme_Cluster_Break=Other}]{2}")
+_LAST_NON_BACKSLASH = regex.compile(r"(?r)[^\\]")
 
 # Characters first assigned in each Unicode version: the newest one the `regex` module knows
 # tells which version its segmentation follows (it exposes no version number itself).
@@ -45,36 +53,53 @@ class Projector:
     """The reference projection (profile BUD-21/22)."""
 
     def project(self, result: Any, budget: int) -> Preview:
-        original_bytes = self.measure(result)
         split = self.split_attachments(result)
         if split is None:
+            text, original_bytes = self.sized_text(result)
             if original_bytes <= budget:
                 return Preview(result, original_bytes, original_bytes, False)
-            projected = self.project_text(result, original_bytes, budget, None)
+            projected = self.project_text(result, text, original_bytes, budget, None)
         else:
             remainder, attachments = split
+            original_bytes = self.measure(result)
             if original_bytes - self.measure(attachments) <= budget:
                 return Preview(result, original_bytes, original_bytes, False)
-            projected = self.project_text(remainder, original_bytes, budget, attachments)
+            text, _ = self.sized_text(remainder)
+            projected = self.project_text(remainder, text, original_bytes, budget, attachments)
         return Preview(projected, original_bytes, self.measure(projected), True)
 
     # -- sizes -------------------------------------------------------------------------------
 
-    def measure(self, value: Any) -> int:
-        return measure(value)
+    def sized_text(self, value: Any) -> tuple[str, int]:
+        """The text a preview is cut from and the value's size, from one serialization.
 
-    def char_cost(self, ch: str) -> int:
-        """Bytes a character of the canonical text takes inside a JSON string literal.
+        A large result is serialized once: its size and its preview come from the same text.
+        """
+        text = canonical_text(value)
+        return text, utf8_length(text)
+
+    def measure(self, value: Any) -> int:
+        """The size of a value (BUD-01): whatever `sized_text` says, so the two never differ."""
+        return self.sized_text(value)[1]
+
+    def string_cost(self, s: str) -> int:
+        """Bytes a piece of the canonical text takes inside a JSON string literal.
 
         The canonical text has no raw control characters (they are escaped), so only the quote
-        and the backslash grow when escaped again.
+        and the backslash grow when escaped again. Additive over concatenation, which the cut
+        searches rely on; str methods keep it linear in C, not in Python.
         """
-        return 2 if ch in '"\\' else utf8_length(ch)
+        return utf8_length(s) + s.count('"') + s.count("\\")
 
     def text_size(self, projection: dict[str, Any], attachments: list[Any] | None) -> int:
-        """The part of a projection that counts against the budget (BUD-03, BUD-19)."""
-        size = self.measure(projection)
-        return size - self.measure(attachments) if attachments is not None else size
+        """The part of a projection that counts against the budget (BUD-03, BUD-19).
+
+        Attachments are excluded, so they are measured as an empty list: serializing them for
+        every preserved-field trial would cost a full pass over them each time.
+        """
+        if attachments is None:
+            return self.measure(projection)
+        return self.measure({**projection, "attachments": []}) - self.measure([])
 
     # -- multimodal ----------------------------------------------------------------------------
 
@@ -111,27 +136,29 @@ class Projector:
         return shape
 
     def project_text(
-        self, value: Any, original_bytes: int, budget: int, attachments: list[Any] | None
+        self,
+        value: Any,
+        text: str,
+        original_bytes: int,
+        budget: int,
+        attachments: list[Any] | None,
     ) -> dict[str, Any]:
+        """The projection of `value`, whose preview text `text` is already built."""
         projection = self.skeleton(original_bytes, attachments)
         preserved = self.preserve(value, projection, budget, attachments)
         if preserved:
             projection["preserved_fields"] = preserved
         available = budget - self.text_size(projection, attachments)
-        head, tail = self.head_and_tail(value, available)
+        head, tail = self.head_and_tail(text, available)
         projection["preview"] = {"head": head, "tail": tail}
         return projection
 
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
+    def head_and_tail(self, text: str, available: int) -> tuple[str, str]:
         """Head and tail of the canonical text whose escaped costs fit `available` bytes."""
-        text = canonical_text(value)
         head_end = self.cut_head(text, available // 2)
         head = text[:head_end]
         tail_start = self.cut_tail(text, available - self.string_cost(head), head_end)
         return head, text[tail_start:]
-
-    def string_cost(self, s: str) -> int:
-        return sum(self.char_cost(ch) for ch in s)
 
     def preserve(
         self,
@@ -140,12 +167,32 @@ class Projector:
         budget: int,
         attachments: list[Any] | None,
     ) -> dict[str, Any]:
-        """Keep short status-like scalars while the projection with empty previews fits."""
+        """Keep short status-like scalars, in order, while the projection with empty previews fits.
+
+        A value serializes the same wherever it sits, so an entry added to a non-empty
+        preserved_fields adds the same bytes to any projection: once one field is kept, a trial
+        is priced on the projection holding only that first field and the new one, not on all
+        kept so far (which made wide results, thousands of records with an id, quadratic). A
+        candidate is skipped unpriced when even its smallest entry, `,"pointer":0` (the
+        pointer's characters plus 5 bytes), cannot fit.
+        """
         kept: dict[str, Any] = {}
+        size = anchor_size = 0
+        anchor: dict[str, Any] = {}
         for pointer, scalar in self.preserved_candidates(value):
-            trial = {**kept, pointer: scalar}
-            if self.text_size({**projection, "preserved_fields": trial}, attachments) <= budget:
-                kept = trial
+            if not kept:
+                trial = {**projection, "preserved_fields": {pointer: scalar}}
+                trial_size = self.text_size(trial, attachments)
+            elif size + len(pointer) + 5 > budget:
+                continue
+            else:
+                trial = {**projection, "preserved_fields": {**anchor, pointer: scalar}}
+                trial_size = size + self.text_size(trial, attachments) - anchor_size
+            if trial_size <= budget:
+                if not kept:
+                    anchor, anchor_size = {pointer: scalar}, trial_size
+                kept[pointer] = scalar
+                size = trial_size
         return kept
 
     def preserved_candidates(self, value: Any) -> list[tuple[str, Any]]:
@@ -172,41 +219,79 @@ class Projector:
     # -- cuts ----------------------------------------------------------------------------------
 
     def cut_head(self, text: str, limit: int) -> int:
-        """The largest allowed cut i with cost(text[:i]) <= limit."""
-        window = text[: limit + 2]
-        costs = [0]
-        for ch in window:
-            costs.append(costs[-1] + self.char_cost(ch))
-        i = bisect.bisect_right(costs, limit) - 1
-        boundaries = self.boundaries(window, 0, len(window) == len(text))
-        while i > 0 and not self.cut_allowed(text, i, boundaries):
-            i -= 1
-        return i
+        """The largest allowed cut i with cost(text[:i]) <= limit (0 if none is)."""
+        i = self.longest_prefix(text, limit)
+        reach = CUT_WINDOW
+        while i > 0:
+            start = self.safe_start(text, max(0, i - reach))
+            end = min(len(text), i + 1)  # the boundary at i depends on text[i]
+            boundaries = self.boundaries(text[start:end], start, end == len(text))
+            while i >= start and i > 0:
+                if self.cut_allowed(text, i, boundaries):
+                    return i
+                i -= 1
+            reach *= 2
+        return 0
 
     def cut_tail(self, text: str, limit: int, floor: int) -> int:
-        """The smallest allowed cut j >= floor with cost(text[j:]) <= limit."""
-        start = self.safe_start(text, max(floor, len(text) - limit - 2))
-        costs = [0]
-        for ch in reversed(text[start:]):
-            costs.append(costs[-1] + self.char_cost(ch))
-        # costs[k] is the cost of the last k characters
-        k = bisect.bisect_right(costs, limit) - 1
-        j = len(text) - k
-        boundaries = self.boundaries(text[start:], start, True)
-        while j < len(text) and (j < floor or not self.cut_allowed(text, j, boundaries)):
-            j += 1
-        return j
+        """The smallest allowed cut j >= floor with cost(text[j:]) <= limit (len(text) if none)."""
+        j = max(floor, self.shortest_suffix(text, limit, floor))
+        reach = CUT_WINDOW
+        while j < len(text):
+            start = self.safe_start(text, j)
+            end = min(len(text), j + reach)
+            boundaries = self.boundaries(text[start:end], start, end == len(text))
+            while j < end:
+                if self.cut_allowed(text, j, boundaries):
+                    return j
+                j += 1
+            reach *= 2
+        return len(text)
+
+    def longest_prefix(self, text: str, limit: int) -> int:
+        """The largest i with string_cost(text[:i]) <= limit, by bisection.
+
+        Every character costs at least one byte, so i <= limit. Each step prices only the
+        slice between the bounds, so the whole search costs about one pass over `limit`
+        characters.
+        """
+        lo, lo_cost = 0, 0  # string_cost(text[:lo]) == lo_cost <= limit
+        hi = max(0, min(len(text), limit))  # the answer is at most hi
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            cost = lo_cost + self.string_cost(text[lo:mid])
+            if cost <= limit:
+                lo, lo_cost = mid, cost
+            else:
+                hi = mid - 1
+        return lo
+
+    def shortest_suffix(self, text: str, limit: int, floor: int) -> int:
+        """The smallest j >= floor with string_cost(text[j:]) <= limit, by bisection.
+
+        len(text) when even the empty suffix does not fit (a negative limit).
+        """
+        lo = max(0, floor, len(text) - max(0, limit))  # every character costs at least 1
+        hi, hi_cost = len(text), 0  # string_cost(text[hi:]) == hi_cost <= limit
+        while lo < hi:
+            mid = (lo + hi) // 2
+            cost = hi_cost + self.string_cost(text[mid:hi])
+            if cost <= limit:
+                hi, hi_cost = mid, cost
+            else:
+                lo = mid + 1
+        return hi
 
     def safe_start(self, text: str, position: int) -> int:
         """A position at or before `position` that is certainly a cluster boundary.
 
-        Between two ASCII characters there is always a boundary (the canonical text holds no
-        raw CR or LF), so segmentation started there agrees with segmenting the whole text.
+        Segmentation started there agrees with segmenting the whole text, so a window of a
+        few dozen characters can be segmented instead of everything before the cut.
         """
-        p = position
-        while p > 0 and not (text[p - 1].isascii() and text[p].isascii()):
-            p -= 1
-        return p
+        if position >= len(text):
+            return len(text)
+        match = _SAFE_PAIR.search(text, 0, position + 1) if position > 0 else None
+        return match.start() + 1 if match else 0
 
     def boundaries(self, window: str, offset: int, ends_text: bool) -> set[int]:
         """Cluster boundaries of a window that starts on a boundary.
@@ -234,10 +319,13 @@ class Projector:
         return False
 
     def escape_starts_at(self, text: str, start: int) -> bool:
-        """A backslash starts an escape when an even number of backslashes precede it."""
-        run = 0
-        while start - run - 1 >= 0 and text[start - run - 1] == "\\":
-            run += 1
+        """A backslash starts an escape when an even number of backslashes precede it.
+
+        The run is measured by a search in C: a long run of escaped backslashes would make a
+        loop over it the slowest part of a projection.
+        """
+        match = _LAST_NON_BACKSLASH.search(text, 0, start)
+        run = start - (match.end() if match else 0)
         return run % 2 == 0
 
 

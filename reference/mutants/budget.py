@@ -1,7 +1,8 @@
 """Mutants that measure wrongly or decide wrongly whether to project (BUD-01/02/04/06/07).
 
 Each is a real-world way to get sizes wrong: characters for bytes, `\\uXXXX` escapes, a fast
-serializer, pretty separators, the receipt envelope, tokens for bytes, an off-by-one.
+serializer, pretty separators, the receipt envelope, tokens for bytes, an off-by-one. The size
+seam is `Projector.sized_text` (which `measure` follows); the preview text stays canonical.
 """
 
 from __future__ import annotations
@@ -23,30 +24,32 @@ TOKEN_BYTES = 4  # the usual "one token is about four bytes" estimate
 
 
 class CharsProjector(Projector):
-    def measure(self, value: Any) -> int:
-        return len(canonical_text(value))
+    def sized_text(self, value: Any) -> tuple[str, int]:
+        text = canonical_text(value)
+        return text, len(text)
 
 
 class AsciiEscapedProjector(Projector):
-    def measure(self, value: Any) -> int:
+    def sized_text(self, value: Any) -> tuple[str, int]:
         text = json.dumps(
             value, ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False
         )
-        return len(text)
+        return canonical_text(value), len(text)
 
 
 class OrjsonProjector(Projector):
-    def measure(self, value: Any) -> int:
+    def sized_text(self, value: Any) -> tuple[str, int]:
         try:
-            return len(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+            size = len(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
         except orjson.JSONEncodeError:  # integers beyond 64 bits: the careful fallback
-            return measure(value)
+            size = measure(value)
+        return canonical_text(value), size
 
 
 class SpacedProjector(Projector):
-    def measure(self, value: Any) -> int:
+    def sized_text(self, value: Any) -> tuple[str, int]:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
-        return len(text.encode("utf-8"))
+        return canonical_text(value), len(text.encode("utf-8"))
 
 
 class TokenProjector(Projector):

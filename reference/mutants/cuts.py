@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 
-from arck.reference.canonical import canonical_text, utf8_length
+from arck.reference.canonical import canonical_text, measure, utf8_length
 from arck.reference.mutants.base import serve
 from arck.reference.projection import Projector
 
@@ -29,8 +29,8 @@ class PreviewOnlyProjector(Projector):
 
 
 class EscapesFreeProjector(Projector):
-    def char_cost(self, ch: str) -> int:
-        return utf8_length(ch)
+    def string_cost(self, s: str) -> int:
+        return utf8_length(s)
 
 
 def _byte_cost(data: bytes) -> list[int]:
@@ -44,8 +44,8 @@ def _byte_cost(data: bytes) -> list[int]:
 class ByteCutProjector(Projector):
     """Cuts the UTF-8 bytes and decodes each piece with errors="replace"."""
 
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
-        data = canonical_text(value).encode("utf-8")
+    def head_and_tail(self, text: str, available: int) -> tuple[str, str]:
+        data = text.encode("utf-8")
         costs = _byte_cost(data)
         n = max(i for i, c in enumerate(costs) if c <= available // 2)
         head = data[:n].decode("utf-8", "replace")
@@ -59,15 +59,16 @@ class ByteCutProjector(Projector):
 class CodeUnitCutProjector(Projector):
     """Cuts UTF-16 code units, as `String.prototype.slice` would: a pair can be split."""
 
-    def measure(self, value: Any) -> int:
+    def sized_text(self, value: Any) -> tuple[str, int]:
         # Sizes as `Buffer.byteLength` gives them: a lone surrogate counts as U+FFFD, 3 bytes.
-        return len(canonical_text(value).encode("utf-8", "surrogatepass"))
+        text = canonical_text(value)
+        return text, len(text.encode("utf-8", "surrogatepass"))
 
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
-        units = canonical_text(value).encode("utf-16-le", "surrogatepass")
+    def head_and_tail(self, text: str, available: int) -> tuple[str, str]:
+        units = text.encode("utf-16-le", "surrogatepass")
         count = len(units) // 2
         unit = [units[2 * i : 2 * i + 2].decode("utf-16-le", "surrogatepass") for i in range(count)]
-        cost = [2 if 0xD800 <= ord(u) <= 0xDFFF else self.char_cost(u) for u in unit]
+        cost = [2 if 0xD800 <= ord(u) <= 0xDFFF else self.string_cost(u) for u in unit]
         used, n = 0, 0
         while n < count and used + cost[n] <= available // 2:
             used, n = used + cost[n], n + 1
@@ -91,24 +92,20 @@ class EscapeBlindProjector(Projector):
 class SpacedTextProjector(Projector):
     """Takes head and tail from `json.dumps` with its default `", "` and `": "` separators."""
 
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
+    def sized_text(self, value: Any) -> tuple[str, int]:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
-        head_end = self.cut_head(text, available // 2)
-        head = text[:head_end]
-        tail_start = self.cut_tail(text, available - self.string_cost(head), head_end)
-        return head, text[tail_start:]
+        return text, measure(value)  # the size stays canonical: only the preview text is wrong
 
 
 class HalfBudgetProjector(Projector):
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
-        return super().head_and_tail(value, available // 2)
+    def head_and_tail(self, text: str, available: int) -> tuple[str, str]:
+        return super().head_and_tail(text, available // 2)
 
 
 class RandomSplitProjector(Projector):
     """Splits the bytes between head and tail at random (unseeded on purpose: the defect)."""
 
-    def head_and_tail(self, value: Any, available: int) -> tuple[str, str]:
-        text = canonical_text(value)
+    def head_and_tail(self, text: str, available: int) -> tuple[str, str]:
         head_end = self.cut_head(text, random.Random().randint(0, available))
         head = text[:head_end]
         tail_start = self.cut_tail(text, available - self.string_cost(head), head_end)

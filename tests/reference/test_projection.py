@@ -17,7 +17,7 @@ from arck.reference.canonical import (
     check_limits,
     measure,
 )
-from arck.reference.projection import Projector, unicode_version
+from arck.reference.projection import PRESERVED_KEYS, Projector, unicode_version
 
 P = Projector()
 CASES = settings(max_examples=60, deadline=None)
@@ -122,3 +122,178 @@ def test_limits_name_the_path() -> None:
 def test_unicode_version_is_recent() -> None:
     major, minor = (int(x) for x in unicode_version().split()[0].split("."))
     assert (major, minor) >= (15, 1)
+
+
+# -- the pieces of the fast projection ---------------------------------------------------------
+
+
+def _escaped_size(s: str) -> int:
+    """What a piece of text costs inside a JSON string literal, by the codec itself."""
+    return len(json.dumps(s, ensure_ascii=False).encode("utf-8")) - 2
+
+
+def _clusters(text: str) -> set[int]:
+    """Cluster boundaries of the whole text, segmented from its start."""
+    return {0} | {m.end() for m in regex.finditer(r"\X", text)}
+
+
+def _escape_interiors(text: str) -> set[int]:
+    """Positions strictly inside a JSON escape, found by one scan from the start (canonical
+    text has backslashes only as escape starts)."""
+    inside: set[int] = set()
+    k = 0
+    while k < len(text):
+        if text[k] == "\\":
+            length = 6 if text[k + 1] == "u" else 2
+            inside.update(range(k + 1, k + length))
+            k += length
+        else:
+            k += 1
+    return inside
+
+
+def _allowed(text: str) -> set[int]:
+    return _clusters(text) - _escape_interiors(text)
+
+
+_runs = st.sampled_from(
+    ("🇫🇷" * 40, "e" + "\u0301" * 90, "\\" * 70, '"' * 30, "👨‍👩‍👧‍👦" * 12, "\u0000" * 20)
+)
+canonical_texts = st.one_of(
+    st.builds(canonical_text, s.json_values(max_leaves=12)),
+    st.builds(canonical_text, s.adversarial_text(max_bytes=600)),
+    st.builds(lambda a, r, b: canonical_text([a, r + b]), s.adversarial_text(), _runs, _runs),
+)
+
+
+@st.composite
+def texts_and_limits(draw: st.DrawFn) -> tuple[str, int]:
+    text = draw(canonical_texts)
+    return text, draw(st.integers(0, _escaped_size(text) + 4))
+
+
+@given(canonical_texts, st.data())
+@CASES
+def test_string_cost_is_the_escaped_size(text: str, data: st.DataObject) -> None:
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    assert P.string_cost(text[a:b]) == _escaped_size(text[a:b])
+    assert P.string_cost(text[:a]) + P.string_cost(text[a:]) == P.string_cost(text)
+
+
+@given(texts_and_limits())
+@CASES
+@example(("x" * 10, 0))
+@example(('"\\"', 3))
+def test_longest_prefix_is_the_largest_that_fits(case: tuple[str, int]) -> None:
+    text, limit = case
+    i = P.longest_prefix(text, limit)
+    assert _escaped_size(text[:i]) <= limit
+    assert i == len(text) or _escaped_size(text[: i + 1]) > limit
+
+
+@st.composite
+def texts_limits_and_floors(draw: st.DrawFn) -> tuple[str, int, int]:
+    text, limit = draw(texts_and_limits())
+    return text, limit, draw(st.integers(0, len(text)))
+
+
+@given(texts_limits_and_floors())
+@CASES
+def test_shortest_suffix_is_the_smallest_that_fits(case: tuple[str, int, int]) -> None:
+    text, limit, floor = case
+    j = P.shortest_suffix(text, limit, floor)
+    assert floor <= j <= len(text)
+    assert _escaped_size(text[j:]) <= limit
+    assert j == floor or _escaped_size(text[j - 1 :]) > limit
+
+
+@given(texts_and_limits())
+@CASES
+@example(('"' + "e" + "\u0301" * 300 + '"', 200))  # one cluster longer than any window
+@example(('"' + "🇫🇷" * 100 + '"', 301))  # regional indicators pair from the start
+@example(('"' + "\\\\" * 100 + '"', 101))  # a cut inside the run must not split a `\\`
+def test_head_cut_is_allowed_fitting_and_maximal(case: tuple[str, int]) -> None:
+    text, limit = case
+    i = P.cut_head(text, limit)
+    allowed = _allowed(text)
+    assert i == 0 or i in allowed
+    assert _escaped_size(text[:i]) <= limit
+    fits = P.longest_prefix(text, limit)
+    assert not any(k in allowed for k in range(i + 1, fits + 1))
+
+
+@given(texts_limits_and_floors())
+@CASES
+@example(('"' + "e" + "\u0301" * 300 + 'x"', 3, 0))  # one cluster longer than any window
+@example(('"' + "🇫🇷" * 100 + '"', 301, 1))
+@example(('"' + "\\\\" * 100 + '"', 101, 0))
+def test_tail_cut_is_allowed_fitting_and_minimal(case: tuple[str, int, int]) -> None:
+    text, limit, floor = case
+    j = P.cut_tail(text, limit, floor)
+    allowed = _allowed(text)
+    assert floor <= j <= len(text)
+    assert j == len(text) or j in allowed
+    assert _escaped_size(text[j:]) <= limit
+    fits = P.shortest_suffix(text, limit, floor)
+    assert not any(k in allowed for k in range(fits, j))
+
+
+@given(canonical_texts, st.data())
+@CASES
+def test_safe_start_is_a_boundary_segmentation_can_start_from(
+    text: str, data: st.DataObject
+) -> None:
+    position = data.draw(st.integers(0, len(text)))
+    start = P.safe_start(text, position)
+    assert 0 <= start <= position
+    whole = _clusters(text)
+    assert start in whole
+    assert P.boundaries(text[start:], start, True) == {b for b in whole if b >= start}
+
+
+@pytest.mark.parametrize("run", [0, 1, 2, 5, 6, 999, 1000])
+def test_escape_starts_at_counts_the_whole_run(run: int) -> None:
+    text = "a" + "\\" * run + "\\n"
+    assert P.escape_starts_at(text, 1 + run) is (run % 2 == 0)
+
+
+@given(s.multimodal_results())
+@settings(max_examples=25, deadline=None)
+def test_text_size_excludes_attachments_without_measuring_them(result: dict[str, Any]) -> None:
+    split = P.split_attachments(result)
+    assert split is not None
+    _, attachments = split
+    projection = P.skeleton(measure(result), attachments)
+    projection["preserved_fields"] = {"/status": "ok"}
+    want = measure(projection) - measure(attachments)
+    assert P.text_size(projection, attachments) == want
+
+
+def _greedy_preserve(value: Any, projection: dict[str, Any], budget: int) -> dict[str, Any]:
+    """BUD-22's rule as written: keep each candidate in turn if the whole trial still fits."""
+    kept: dict[str, Any] = {}
+    for pointer, scalar in P.preserved_candidates(value):
+        trial = {**kept, pointer: scalar}
+        if measure({**projection, "preserved_fields": trial}) <= budget:
+            kept = trial
+    return kept
+
+
+_fields = st.dictionaries(st.sampled_from(sorted(PRESERVED_KEYS)), s.json_values(max_leaves=1))
+
+
+@given(
+    st.lists(_fields, max_size=60),
+    s.json_values(max_leaves=12),
+    st.integers(80, 1200),
+)
+@CASES
+def test_preserve_matches_the_greedy_rule(
+    records: list[dict[str, Any]], extra: Any, budget: int
+) -> None:
+    value = {"results": records, "extra": extra, **(records[0] if records else {})}
+    projection = P.skeleton(10**6, None)
+    want = _greedy_preserve(value, projection, budget)
+    got = P.preserve(value, projection, budget, None)
+    assert list(got.items()) == list(want.items())
