@@ -66,6 +66,7 @@ def pytest_args(
     case: Path | None = None,
     check_timeout: float | None = None,
     baseline: Path | None = None,
+    workers: str = "1",
 ) -> list[str]:
     """The pytest command line that `arck run` and `arck replay` drive."""
     args = [
@@ -99,7 +100,17 @@ def pytest_args(
             args += [flag, str(value)]
     if strict:
         args.append("--arck-strict")
+    if workers != "1":
+        args += ["-n", workers, "--dist", "load"]
     return args
+
+
+def parse_workers(value: str) -> str:
+    """`--workers`: a count of processes, or `auto` for one per CPU core."""
+    value = value.strip().lower()
+    if value == "auto" or (value.isdigit() and int(value) >= 1):
+        return value if value == "auto" else str(int(value))
+    raise typer.BadParameter(f"expected a number of processes (1 or more) or 'auto', got {value!r}")
 
 
 def _drive(args: list[str], *extra: object) -> int:
@@ -129,6 +140,14 @@ def run(
         Path | None,
         typer.Option(help="Expected failures (from `arck baseline`); new or stale ones fail."),
     ] = None,
+    workers: Annotated[
+        str,
+        typer.Option(
+            help="Processes to spread checks over (pytest-xdist): a number, or auto for one "
+            "per core. Each builds its own target; a rate cap is shared among them.",
+            parser=parse_workers,
+        ),
+    ] = "1",
 ) -> None:
     """Run the conformance suite; exit 0 conformant, 1 not, 2 usage error or unreachable."""
     if target is None and config is None:
@@ -145,6 +164,7 @@ def run(
         report_dir=report_dir,
         check_timeout=check_timeout,
         baseline=baseline,
+        workers=workers,
     )
     raise typer.Exit(_drive(args))
 

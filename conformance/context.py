@@ -39,6 +39,7 @@ class CheckContext:
     seed: int | None = None
     settings: settings = field(default_factory=settings)
     examples: int | None = None  # inputs the running property check has tried so far
+    lane: str = ""  # the xdist worker's own part of every name, so workers never collide
     _binding: str | None = None
     _versions: dict[tuple[int | None, str], Version] = field(default_factory=dict)
     _counter: itertools.count[int] = field(default_factory=itertools.count)
@@ -49,7 +50,7 @@ class CheckContext:
 
     def name(self, what: str) -> str:
         """A name for something this run creates, with the target file's prefix."""
-        return f"{self.target.info.name_prefix}{what}-{next(self._counter)}"
+        return f"{self.target.info.name_prefix}{what}-{self.lane}{next(self._counter)}"
 
     @property
     def agent_id(self) -> str:

@@ -61,9 +61,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "requirement(*ids): the SPEC.md requirement IDs a conformance check covers"
     )
     if config.getoption("arck_target") or config.getoption("arck_config"):
+        from arck.conformance.parallel import inherited_seed
         from arck.conformance.session import ArckRun
 
         seed = config.getoption("arck_seed")
+        if seed is None:
+            seed = inherited_seed(config)  # an xdist worker runs with its controller's seed
         if seed is None:
             # CI gets fixed inputs; elsewhere every run explores afresh, and says its seed.
             seed = 0 if os.environ.get("CI") else secrets.randbelow(2**32)

@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, settings
 
 import arck
 from arck.conformance import baseline as baselines
-from arck.conformance import catalogue, outcomes
+from arck.conformance import catalogue, outcomes, parallel
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
 from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, RunStarted
+from arck.conformance.parallel import RESULT_ATTR
 from arck.reports.model import CheckResult, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
 from arck.simulator.factory import build_target
@@ -87,6 +88,16 @@ class ArckRun:
             raise pytest.UsageError(str(exc)) from None
         self.items_by_name: dict[str, pytest.Item] = {}
         self.results: list[CheckResult] = []
+        # Under pytest-xdist: this process's worker id (None in the controller or a serial
+        # run), and what the controller hears from its workers.
+        self.worker = parallel.worker_id(config)
+        self.distributed = parallel.distributed(config)
+        self.order: list[str] = []  # node ids in collection order, to sort results by
+        self.crashed: dict[str, str] = {}  # node id -> why its worker stopped
+        self.worker_created: list[str] = []
+        self.worker_judged: list[dict[str, Any]] | None = None
+        self.started_total = False
+        self.internal_errors = 0  # harness errors (a worker's included): the run is not judged
         self.started_at = _now()
         self._target: Target | None = None
         self._context: CheckContext | None = None
@@ -109,7 +120,12 @@ class ArckRun:
     @property
     def context(self) -> CheckContext:
         if self._context is None:
-            self._context = CheckContext(self.target, seed=self.seed, settings=self.settings)
+            self._context = CheckContext(
+                self.target,
+                seed=self.seed,
+                settings=self.settings,
+                lane=f"{self.worker}-" if self.worker else "",
+            )
         return self._context
 
     def target_info(self) -> dict[str, Any]:
@@ -138,7 +154,11 @@ class ArckRun:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         try:
-            self._target = build_target(self.target_spec, self.config_path)
+            self._target = build_target(
+                self.target_spec, self.config_path, share=parallel.worker_count(self.config)
+            )
+            if self.worker is not None:
+                return  # the controller has checked the target is up
             answer = self._target.health()
         except UsageError as exc:
             pytest.exit(f"arck: {exc}", returncode=outcomes.EXIT_USAGE)
@@ -164,9 +184,35 @@ class ArckRun:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-        config.hook.pytest_arck_event(
-            event=RunStarted(self.target_info(), self.seed, len(items))
-        )
+        self.order = [item.nodeid for item in items]
+        if self.worker is None:
+            self._run_started(len(items))
+
+    def _run_started(self, total: int) -> None:
+        if not self.started_total:
+            self.started_total = True
+            self.config.hook.pytest_arck_event(
+                event=RunStarted(self.target_info(), self.seed, total)
+            )
+
+    # -- pytest-xdist hooks (controller side), see parallel.py ---------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[parallel.SEED_KEY] = self.seed
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not self.order:
+            self.order = list(ids)
+        self._run_started(len(ids))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        output: dict[str, Any] = getattr(node, "workeroutput", None) or {}
+        self.worker_created += output.get(parallel.CREATED_KEY, [])
+        if parallel.BASELINE_KEY in output:
+            self.worker_judged = output[parallel.BASELINE_KEY]
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         ids = self.requirements_of(item)
@@ -216,6 +262,7 @@ class ArckRun:
                 result.status = status = Status.KNOWN_FAILURE
                 result.message = f"known failure (baseline {self.baseline_path}): {message}"
         item.user_properties.append(("arck_status", status.value))
+        setattr(report, RESULT_ATTR, parallel.encode(result))
         if status in (Status.NOT_APPLICABLE, Status.KNOWN_FAILURE):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), 0, f"{status.value}: {message}")
@@ -223,19 +270,34 @@ class ArckRun:
             report.outcome = "passed"
             report.longrepr = None
             report.sections.append(("arck warning (recommended)", message))
-        self.results.append(result)
-        item.config.hook.pytest_arck_event(event=CheckFinished(result))
         return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Results are kept where reports arrive: in a serial run, or in xdist's controller."""
+        if self.worker is not None:
+            return
+        data = getattr(report, RESULT_ATTR, None)
+        if data is not None:
+            result = parallel.decode(data)
+            self.results.append(result)
+            self.config.hook.pytest_arck_event(event=CheckFinished(result))
+        elif report.failed and report.when not in ("setup", "call", "teardown"):
+            # xdist's report for a check whose worker died under it
+            self.crashed[report.nodeid] = str(report.longrepr).strip()[:500]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.worker is not None and self._target is not None:
+            self._worker_finished(exitstatus)
+            return
         if self._target is None or exitstatus in (
             pytest.ExitCode.USAGE_ERROR,
             pytest.ExitCode.INTERNAL_ERROR,
             outcomes.EXIT_USAGE,
         ):
             return
-        judged = self._judge_baseline() if self.baseline is not None else None
+        judged = self._baseline_judgement()
+        self._settle_results()
         holding = {e["requirement"] for e in judged or [] if e["state"] == "holds"}
         rows = outcomes.requirement_matrix(
             self.catalogue, self.results, self.selected, self.target.info.profile, holding
@@ -244,7 +306,7 @@ class ArckRun:
         if any(e["state"] in ("stale", "not_judged") for e in judged or []):
             code = outcomes.EXIT_FAILED  # a baseline only shrinks: a stale entry must go
         answered = not isinstance(self._target, HttpTarget) or self._target.exchanges > 0
-        if not answered or exitstatus == pytest.ExitCode.INTERRUPTED:
+        if not answered or exitstatus == pytest.ExitCode.INTERRUPTED or self.internal_errors:
             code = outcomes.EXIT_USAGE
         report = RunReport(
             arck_version=arck.__version__,
@@ -256,13 +318,16 @@ class ArckRun:
             exit_code=code,
             requirements=rows,
             checks=self.results,
-            created=list(self.target.created),
+            created=[*self.target.created, *self.worker_created],
             settings={
                 "search_profile": self.search_profile,
                 "max_examples": self.settings.max_examples,
                 "strict": self.strict,
                 "requirements": self.requirements_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),
+                "workers": int(self.config.getoption("numprocesses", 0) or 0)
+                if self.distributed
+                else 1,
             },
             baseline=None if judged is None else {
                 "file": str(self.baseline_path), "entries": judged
@@ -278,6 +343,50 @@ class ArckRun:
             event=RunFinished(report, str(self.report_dir) if self.report_dir else None)
         )
         self.target.close()
+
+    def _worker_finished(self, exitstatus: int) -> None:
+        """Hand the controller what only this whole worker knows."""
+        output: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
+        output[parallel.CREATED_KEY] = list(self.target.created)
+        broken = exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED)
+        if self.baseline is not None and self.worker == parallel.JUDGE and not broken:
+            output[parallel.BASELINE_KEY] = self._judge_baseline()
+        self.target.close()
+
+    def _baseline_judgement(self) -> list[dict[str, Any]] | None:
+        if self.baseline is None:
+            return None
+        if not self.distributed:
+            return self._judge_baseline()
+        if self.worker_judged is not None:
+            for entry in self.worker_judged:
+                if entry["state"] in ("stale", "not_judged"):
+                    self.config.hook.pytest_arck_event(event=BaselineJudged(
+                        f"baseline entry {entry['requirement']} "
+                        f"({entry['check'] or 'any check'}) is "
+                        f"{entry['state'].replace('_', ' ')}: {entry['detail']}"
+                    ))
+            return self.worker_judged
+        detail = f"worker {parallel.JUDGE}, which judges the baseline, did not finish"
+        self.config.hook.pytest_arck_event(event=BaselineJudged(detail))
+        return [{"requirement": e.requirement, "check": e.check, "state": "not_judged",
+                 "detail": detail} for e in self.baseline.entries]
+
+    def pytest_internalerror(self, excrepr: object, excinfo: object) -> None:
+        self.internal_errors += 1
+
+    def _settle_results(self) -> None:
+        """A check that sent no result is not testable, never a pass; serial order is kept."""
+        finished = {r.name for r in self.results}
+        for nodeid in self.order:
+            if nodeid.rsplit("::", 1)[-1] in finished:
+                continue
+            why = self.crashed.get(nodeid, "no result came back for it (an internal error)")
+            result = parallel.crashed(nodeid, why)
+            self.results.append(result)
+            self.config.hook.pytest_arck_event(event=CheckFinished(result))
+        rank = {nodeid.rsplit("::", 1)[-1]: i for i, nodeid in enumerate(self.order)}
+        self.results.sort(key=lambda r: rank.get(r.name, len(rank)))
 
     # -- helpers -----------------------------------------------------------------------------
 

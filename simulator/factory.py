@@ -52,8 +52,12 @@ def mutant_names() -> list[str]:
     return sorted(load_object(MUTANT_CATALOGUE))
 
 
-def build_target(spec: str | None, config_path: Path | None = None) -> Target:
-    """The one factory for targets; `spec` wins over the target file's location."""
+def build_target(spec: str | None, config_path: Path | None = None, share: int = 1) -> Target:
+    """The one factory for targets; `spec` wins over the target file's location.
+
+    `share` processes use the target at once (`arck run --workers`): each gets that share of
+    the target file's request-rate cap, so together they stay within it.
+    """
     config = load(config_path) if config_path else TargetFile()
     section = config.target
     if spec is None and config_path is None:
@@ -79,7 +83,7 @@ def build_target(spec: str | None, config_path: Path | None = None) -> Target:
             raise UsageError(f"{spec}: the adapter does not implement arck's Target protocol")
         return adapter
     if spec.startswith(("http://", "https://")):
-        return _over_http(spec, config)
+        return _over_http(spec, config, share)
     raise UsageError(
         f"--target {spec!r}: expected 'reference', 'mutant:NAME', an http(s) URL, "
         "'app:pkg.module:factory' or 'adapter:pkg.module:Class'"
@@ -113,9 +117,10 @@ def _in_process(app: Any, kind: str, location: str, config: TargetFile) -> Targe
     return HttpTarget(client, info, _tokens(config, DEV_TOKENS))
 
 
-def _over_http(url: str, config: TargetFile) -> Target:
+def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     timeout = httpx.Timeout(config.safety.timeout_seconds)
     client = httpx.Client(base_url=url, timeout=timeout, follow_redirects=False)
     info = _info(config, "url", url, config.target.profile)
     tokens = _tokens(config, DEV_TOKENS)
-    return HttpTarget(client, info, tokens, RateLimiter(config.safety.max_requests_per_second))
+    rate = config.safety.max_requests_per_second
+    return HttpTarget(client, info, tokens, RateLimiter(rate / share if rate else None))

@@ -137,7 +137,9 @@ def test_inputs_used_are_declared_and_outputs_wired() -> None:
 # (c) the script, run locally -----------------------------------------------------------------
 
 
-def _run_script(tmp_path: Path, target: str, requirements: str) -> tuple[str, str, Path]:
+def _run_script(
+    tmp_path: Path, target: str, requirements: str, workers: str = ""
+) -> tuple[str, str, Path]:
     report_dir = tmp_path / "reports"
     output = tmp_path / "github_output"
     summary = tmp_path / "step_summary"
@@ -151,6 +153,7 @@ def _run_script(tmp_path: Path, target: str, requirements: str) -> tuple[str, st
         "ARCK_STRICT": "false",
         "ARCK_REPORT_DIR": str(report_dir),
         "ARCK_EXTRA_ARGS": "--max-examples 5",
+        "ARCK_WORKERS": workers,
         "GITHUB_OUTPUT": str(output),
         "GITHUB_STEP_SUMMARY": str(summary),
     }
@@ -169,15 +172,17 @@ def _run_script(tmp_path: Path, target: str, requirements: str) -> tuple[str, st
 
 
 @pytest.mark.parametrize(
-    ("target", "requirements", "expected"),
-    [("reference", "DRY-07", 0), ("mutant:chars-not-bytes", "BUD-01", 1)],
-    ids=["reference-passes", "mutant-fails"],
+    ("target", "requirements", "workers", "expected"),
+    [("reference", "DRY-07", "", 0), ("mutant:chars-not-bytes", "BUD-01", "2", 1)],
+    ids=["reference-passes", "mutant-fails-on-two-workers"],
 )
 def test_script_records_exit_code(
-    tmp_path: Path, target: str, requirements: str, expected: int
+    tmp_path: Path, target: str, requirements: str, workers: str, expected: int
 ) -> None:
     """The step must exit 0 (so the upload runs) and hand arck's real exit code on."""
-    output, summary, report_dir = _run_script(tmp_path, target, requirements)
+    output, summary, report_dir = _run_script(tmp_path, target, requirements, workers)
+    report = json.loads((report_dir / "report.json").read_text("utf-8"))
+    assert report["settings"]["workers"] == int(workers or 1)
     assert f"exit-code={expected}" in output.splitlines()
     assert f"report-dir={report_dir}" in output.splitlines()
     for name in ("report.html", "report.json", "junit.xml"):

@@ -8,6 +8,7 @@
 #   ARCK_REQUIREMENTS  only these areas or IDs, e.g. BUD,DRY-06
 #   ARCK_PROFILE       quick | ci | thorough (default ci)
 #   ARCK_STRICT        true: recommended requirements fail the run too (default false)
+#   ARCK_WORKERS       processes to spread checks over: N or auto (default 1)
 #   ARCK_REPORT_DIR    where reports go (default arck-reports)
 #   ARCK_EXTRA_ARGS    more `arck run` arguments, split on whitespace (e.g. "--max-examples 5")
 #   ARCK_ARTIFACT_NAME artifact name mentioned in the summary (default arck-reports)
@@ -27,6 +28,7 @@ args=(run --profile "$profile" --report-dir "$report_dir")
 [[ -n "${ARCK_TARGET:-}" ]] && args+=(--target "$ARCK_TARGET")
 [[ -n "${ARCK_CONFIG:-}" ]] && args+=(--config "$ARCK_CONFIG")
 [[ -n "${ARCK_REQUIREMENTS:-}" ]] && args+=(--requirements "$ARCK_REQUIREMENTS")
+[[ -n "${ARCK_WORKERS:-}" ]] && args+=(--workers "$ARCK_WORKERS")
 case "${ARCK_STRICT:-false}" in
   true | True | TRUE | 1 | yes) args+=(--strict) ;;
   false | False | FALSE | 0 | no | "") ;;
