@@ -239,6 +239,56 @@ def replay(
     raise typer.Exit(code)
 
 
+@app.command("check-tool")
+def check_tool(
+    samples: Annotated[
+        list[Path],
+        typer.Argument(metavar="SAMPLE", help="Real-size sample results: JSON files."),
+    ],
+    target: Annotated[
+        str | None, typer.Option(help="reference (default) | mutant:NAME | URL | app:… | adapter:…")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="Target file (TOML).")] = None,
+    budget: Annotated[
+        int | None, typer.Option(help="The tool's max_result_context_bytes (default: 16,384).")
+    ] = None,
+    field: Annotated[
+        list[str] | None, typer.Option(help="Also watch this JSON Pointer (repeatable).")
+    ] = None,
+    default_fields: Annotated[
+        bool, typer.Option(help="Watch id, status, cursor and the like at any depth.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
+    report: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
+) -> None:
+    """Show whether cursors, ids and status stay visible in dry-run previews (H-06).
+
+    Exit 0 all visible, 1 some lost, 2 usage error or the target did not answer.
+    """
+    from arck.conformance import checktool
+    from arck.conformance.errors import NotTestable, TargetUnreachable
+
+    try:
+        outcome = checktool.run(samples, target_spec=target, config=config, budget=budget,
+                                named=field or (), defaults=default_fields)
+    except (UsageError, NotTestable, TargetUnreachable) as exc:
+        kind = "target unreachable: " if isinstance(exc, TargetUnreachable) else ""
+        typer.echo(f"arck check-tool: {kind}{exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    text = json.dumps(checktool.document(outcome), indent=1, ensure_ascii=False)
+    if report is not None:
+        try:
+            report.write_text(text + "\n", "utf-8")
+        except OSError as exc:
+            typer.echo(f"arck check-tool: --report {report}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+    if as_json:
+        typer.echo(text)
+    else:
+        checktool.render(outcome, console)
+    raise typer.Exit(outcome.exit_code)
+
+
 @app.command()
 def requirements(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
