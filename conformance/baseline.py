@@ -102,6 +102,38 @@ def from_report(report_dir: Path, by: Literal["id", "check"]) -> tuple[Baseline,
     return Baseline(entries=ordered), notes
 
 
+def prune(current: Baseline, report_dir: Path) -> tuple[Baseline, list[str]]:
+    """The baseline without the entries a run with it judged stale; nothing is ever added.
+
+    Entries the run held, left alone (`not_selected`) or could not judge stay: only a replayed
+    counterexample that now passes proves an entry may go.
+    """
+    try:
+        report = json.loads((report_dir / "report.json").read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{report_dir}: no readable report.json ({exc})") from None
+    judged = (report.get("baseline") or {}).get("entries")
+    if not isinstance(judged, list):
+        raise UsageError(
+            f"{report_dir}: this report comes from a run without --baseline; prune with the "
+            "report of `arck run … --baseline FILE`"
+        )
+    stale = {(e.get("requirement"), e.get("check")) for e in judged if e.get("state") == "stale"}
+    unknown = [
+        e for e in current.entries
+        if (e.requirement, e.check) not in {(j.get("requirement"), j.get("check")) for j in judged}
+    ]
+    notes = [f"{e.requirement} ({e.check or 'any check'}): not in this report, kept"
+             for e in unknown]
+    kept: list[Entry] = []
+    for entry in current.entries:
+        if (entry.requirement, entry.check) in stale:
+            notes.append(f"{entry.requirement} ({entry.check or 'any check'}): stale, removed")
+        else:
+            kept.append(entry)
+    return Baseline(entries=kept), notes
+
+
 def dump(baseline: Baseline) -> str:
     data = baseline.model_dump(mode="json", exclude_defaults=False)
     return json.dumps(data, ensure_ascii=True, allow_nan=True, indent=1) + "\n"

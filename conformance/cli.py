@@ -177,15 +177,27 @@ class ByWhat(StrEnum):
 @app.command("baseline")
 def make_baseline(
     report_dir: Annotated[Path, typer.Argument(help="A report directory of `arck run`.")],
-    out: Annotated[Path, typer.Option(help="The baseline file to write.")] = Path(
-        "arck-baseline.json"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(help="The baseline file to write [default: arck-baseline.json, or the "
+                     "--prune file itself]."),
+    ] = None,
     by: Annotated[
         ByWhat, typer.Option(help="One entry per requirement ID, or per ID and check.")
     ] = ByWhat.check,
+    prune: Annotated[
+        Path | None,
+        typer.Option(help="Instead: drop from this baseline the entries that REPORT_DIR's run "
+                     "(made with --baseline) judged stale."),
+    ] = None,
 ) -> None:
     """Record a report's failures, with their counterexamples, as a baseline file."""
-    made, notes = baseline_mod.from_report(report_dir, by.value)
+    if prune is not None:
+        made, notes = baseline_mod.prune(baseline_mod.load(prune), report_dir)
+        out = out or prune
+    else:
+        made, notes = baseline_mod.from_report(report_dir, by.value)
+        out = out or Path("arck-baseline.json")
     for note in notes:
         console.print(f"arck baseline: {note}", markup=False)
     out.write_text(baseline_mod.dump(made), "utf-8")

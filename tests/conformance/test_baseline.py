@@ -76,6 +76,52 @@ def test_a_baseline_only_shrinks(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "fixed" / "report.json").read_text("utf-8"))
     assert [e["state"] for e in report["baseline"]["entries"]] == ["stale"]
 
+    # Pruning with that report removes the stale entry; the pruned baseline passes the gate.
+    pruned = arck("baseline", str(tmp_path / "fixed"), "--prune", str(file))
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert "stale, removed" in pruned.stdout
+    assert json.loads(file.read_text("utf-8"))["entries"] == []
+    clean = arck("run", "--target", "reference", "--requirements", SELECTION,
+                 "--max-examples", "5", "--report-dir", str(tmp_path / "clean"),
+                 "--baseline", str(file))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def _judged_report(tmp_path: Path, judged: list[dict[str, object]] | None) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    report: dict[str, object] = {"checks": []}
+    if judged is not None:
+        report["baseline"] = {"file": "b.json", "entries": judged}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    return tmp_path
+
+
+def test_prune_drops_only_what_was_proven_stale(tmp_path: Path) -> None:
+    current = baseline.Baseline(entries=[
+        _entry("BUD-01", None), _entry("BUD-04", "budget/test_b"), _entry("BUD-07", None),
+        _entry("DRY-07", None),
+    ])
+    judged = [
+        {"requirement": "BUD-01", "check": None, "state": "stale"},
+        {"requirement": "BUD-04", "check": "budget/test_b", "state": "holds"},
+        {"requirement": "BUD-07", "check": None, "state": "not_judged"},
+        {"requirement": "BUD-04", "check": None, "state": "stale"},  # another entry's key
+    ]
+    pruned, notes = baseline.prune(current, _judged_report(tmp_path, judged))
+    assert [(e.requirement, e.check) for e in pruned.entries] == [
+        ("BUD-04", "budget/test_b"), ("BUD-07", None), ("DRY-07", None)
+    ]
+    assert any("BUD-01" in n and "removed" in n for n in notes)
+    assert any("DRY-07" in n and "not in this report" in n for n in notes)
+
+
+def test_prune_needs_a_report_made_with_a_baseline(tmp_path: Path) -> None:
+    current = baseline.Baseline(entries=[_entry("BUD-01", None)])
+    with pytest.raises(UsageError, match="without --baseline"):
+        baseline.prune(current, _judged_report(tmp_path / "plain", None))
+    with pytest.raises(UsageError, match=r"no readable report\.json"):
+        baseline.prune(current, tmp_path / "nowhere")
+
 
 def test_a_new_failure_fails_despite_a_baseline(tmp_path: Path) -> None:
     file = tmp_path / "baseline.json"
