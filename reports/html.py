@@ -85,6 +85,8 @@ def _fmt(value: Any) -> str:
     """A target or settings value on one line."""
     if value is None:
         return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as in report.json, not Python's True
     if isinstance(value, Mapping):
         return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()) or "—"
     if isinstance(value, set | frozenset):

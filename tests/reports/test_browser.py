@@ -126,6 +126,9 @@ def test_report_in_browser(page: Page, tmp_path: Path) -> None:
     ]
     for r in report.requirements:
         expect(page.locator(f"#req-{r.id}")).to_have_attribute("data-status", r.status.value)
+        # what the ID means is on the page, not only in a tooltip
+        expect(page.locator(f"#req-{r.id} td.req-text")).to_have_text(r.text)
+        expect(page.locator(f"#req-{r.id} td.req-text")).to_be_visible()
 
     # the failure entry: message, example, case file, replay command
     anchor = check_anchor(FAILING_CHECK)
