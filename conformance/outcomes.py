@@ -91,21 +91,35 @@ def requirement_matrix(
 
 
 def _aggregate(req: Requirement, covering: list[CheckResult], profile: str) -> tuple[Status, str]:
-    statuses = {c.status for c in covering}
     if req.level == "profile" and profile != "reference":
         return Status.NOT_APPLICABLE, PROFILE_NOT_DECLARED
-    if Status.FAIL in statuses or Status.WARN in statuses:
-        failed = [c.check_id for c in covering if c.status in (Status.FAIL, Status.WARN)]
-        return (Status.WARN if req.level == "recommended" else Status.FAIL), ", ".join(failed)
-    if Status.NOT_TESTABLE in statuses:
-        stuck = [c.check_id for c in covering if c.status is Status.NOT_TESTABLE]
-        return Status.NOT_TESTABLE, ", ".join(stuck)
-    if Status.KNOWN_FAILURE in statuses:
-        known = [c.check_id for c in covering if c.status is Status.KNOWN_FAILURE]
-        return Status.KNOWN_FAILURE, ", ".join(known)
-    if statuses == {Status.NOT_APPLICABLE}:
+    # A check stops at its first failure: when that failure named other requirements, this
+    # one was not judged by it. It is not reported failed for another's defect.
+    failed = [c for c in covering if c.status in (Status.FAIL, Status.WARN) and _names(c, req)]
+    if failed:
+        status = Status.WARN if req.level == "recommended" else Status.FAIL
+        return status, ", ".join(c.check_id for c in failed)
+    stuck = [c for c in covering if c.status is Status.NOT_TESTABLE]
+    stopped = [c for c in covering if c.status in (Status.FAIL, Status.WARN)]
+    if stuck or stopped:
+        reasons = [c.check_id for c in stuck] + [_stopped(c) for c in stopped]
+        return Status.NOT_TESTABLE, ", ".join(reasons)
+    known = [c for c in covering if c.status is Status.KNOWN_FAILURE]
+    if known:
+        reasons = [c.check_id if _names(c, req) else _stopped(c) for c in known]
+        return Status.KNOWN_FAILURE, ", ".join(reasons)
+    if {c.status for c in covering} == {Status.NOT_APPLICABLE}:
         return Status.NOT_APPLICABLE, covering[0].message
     return Status.PASS, ""
+
+
+def _names(check: CheckResult, req: Requirement) -> bool:
+    """Whether a failed check's failure was about `req` (one naming nothing counts for all)."""
+    return not check.failed or req.id in check.failed
+
+
+def _stopped(check: CheckResult) -> str:
+    return f"{check.check_id} stopped at a failure of {', '.join(check.failed)} before judging it"
 
 
 def exit_code(rows: list[RequirementRow], strict: bool) -> int:

@@ -94,6 +94,33 @@ def test_matrix_and_exit_codes() -> None:
     assert outcomes.exit_code(rows, strict=False) == 1
 
 
+def _multi(status: Status, failed: list[str]) -> CheckResult:
+    return CheckResult("budget/test_bytes", "test_bytes", ["BUD-04", "BUD-06", "BUD-07"],
+                       status, failed=failed)
+
+
+def test_a_failure_counts_only_against_the_requirements_it_names() -> None:
+    cat = catalogue.load()
+    everything = set(cat.ids())
+    rows = {r.id: r for r in outcomes.requirement_matrix(
+        cat, [_multi(Status.FAIL, ["BUD-04"]), _result("BUD-06", Status.PASS)], everything,
+        "reference")}
+    assert rows["BUD-04"].status is Status.FAIL
+    for other in ("BUD-06", "BUD-07"):  # not judged by the check that stopped: never a pass
+        assert rows[other].status is Status.NOT_TESTABLE
+        assert "stopped at a failure of BUD-04" in rows[other].reason
+    # a failure naming no requirement counts against all the check covers
+    rows = {r.id: r for r in outcomes.requirement_matrix(
+        cat, [_multi(Status.FAIL, [])], everything, "reference")}
+    assert {rows[i].status for i in ("BUD-04", "BUD-06", "BUD-07")} == {Status.FAIL}
+    # behind a known failure the others are known too: a baseline entry must be enough
+    rows = {r.id: r for r in outcomes.requirement_matrix(
+        cat, [_multi(Status.KNOWN_FAILURE, ["BUD-04"])], everything, "reference")}
+    assert {rows[i].status for i in ("BUD-04", "BUD-06", "BUD-07")} == {Status.KNOWN_FAILURE}
+    assert "before judging" in rows["BUD-07"].reason
+    assert outcomes.exit_code(list(rows.values()), strict=True) == 0
+
+
 def test_profile_requirements_not_applicable_elsewhere() -> None:
     cat = catalogue.load()
     rows = outcomes.requirement_matrix(cat, [_result("BUD-21", Status.FAIL)], set(cat.ids()),
