@@ -33,7 +33,7 @@ from arck.conformance.tooldesign import (
     pointer_parts,
     watched_fields,
 )
-from arck.simulator.factory import build_target
+from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import TargetInfo
 
 GROUP_OVER = 3  # more fields than this under one array pattern share a table row
@@ -83,6 +83,7 @@ def run(
             raise UsageError(f"--field {pointer!r} points at nothing in any sample")
     target = build_target(target_spec or (None if config else "reference"), config)
     try:
+        verify_credentials(target)
         reports = check_samples(target, samples, budget, fields)
     finally:
         target.close()

@@ -24,7 +24,7 @@ from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, 
 from arck.conformance.parallel import RESULT_ATTR
 from arck.reports.model import CheckResult, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
-from arck.simulator.factory import build_target
+from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import HttpTarget, Target
 
 SEARCH_PROFILES = {"quick": 10, "ci": 40, "thorough": 300}
@@ -168,6 +168,10 @@ class ArckRun:
             pytest.exit(
                 f"arck: target unhealthy: {answer.describe()}", returncode=outcomes.EXIT_USAGE
             )
+        try:
+            verify_credentials(self._target)
+        except UsageError as exc:
+            pytest.exit(f"arck: {exc}", returncode=outcomes.EXIT_USAGE)
 
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]

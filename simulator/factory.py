@@ -123,4 +123,23 @@ def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     info = _info(config, "url", url, config.target.profile)
     tokens = _tokens(config, DEV_TOKENS)
     rate = config.safety.max_requests_per_second
-    return HttpTarget(client, info, tokens, RateLimiter(rate / share if rate else None))
+    target = HttpTarget(client, info, tokens, RateLimiter(rate / share if rate else None))
+    target.dev_credentials = tokens == DEV_TOKENS
+    return target
+
+
+def verify_credentials(target: Target) -> None:
+    """Refuse early a live service that turns down the reference's development credentials.
+
+    Without a `[credentials]` section a URL target gets those (right for `arck serve`); any
+    other service answers 401, and every check would end "not testable" one by one.
+    """
+    if not getattr(target, "dev_credentials", False):
+        return
+    probe = target.get_tool_set(f"{target.info.name_prefix}credential-probe")
+    if probe.status == 401:
+        raise UsageError(
+            f"{target.info.location} refused the reference's development credentials (401), "
+            "and no target file gives [credentials]: pass --config FILE with a [credentials] "
+            "section (docs/targets.md)"
+        )

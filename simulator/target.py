@@ -149,6 +149,7 @@ class HttpTarget:
         self.limiter = limiter or RateLimiter(None)
         self.created: list[str] = []
         self.exchanges = 0
+        self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
         self.recent: deque[Exchange] = deque(maxlen=RECENT_EXCHANGES)
 

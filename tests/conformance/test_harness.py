@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+import respx
 
 from arck.conformance import catalogue, outcomes
 from arck.conformance.coverage import coverage
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, NotTestable
 from arck.reports.model import CheckResult, Status
 from arck.simulator.errors import UsageError
+from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import Exchange, RateLimiter
 from arck.simulator.targetfile import load
 
@@ -172,3 +174,31 @@ def test_rate_limiter_spaces_requests() -> None:
     for _ in range(3):
         limiter.wait()
     assert slept == [0.25, 0.25]
+
+
+SERVICE = "http://runtime.example.test"
+
+
+@pytest.mark.parametrize(("status", "refused"), [(401, True), (404, False), (403, False)])
+def test_a_service_refusing_the_dev_credentials_stops_the_run(status: int, refused: bool) -> None:
+    with respx.mock(assert_all_called=True) as mock:
+        route = mock.get(url__regex=rf"{SERVICE}/v1/tool-sets/.*").respond(status, json={})
+        target = build_target(SERVICE)
+        if refused:
+            with pytest.raises(UsageError, match=r"\[credentials\]"):
+                verify_credentials(target)
+        else:
+            verify_credentials(target)
+        assert route.calls.last.request.headers["authorization"] == "Bearer arck-dev-full"
+        target.close()
+
+
+def test_credentials_from_a_target_file_are_not_probed(tmp_path: Path) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text(f'[target]\nbase_url = "{SERVICE}"\n[credentials]\nfull = "mine"\n')
+    with respx.mock(assert_all_called=False) as mock:
+        route = mock.get(url__regex=r".*").respond(401)
+        target = build_target(None, config)
+        verify_credentials(target)  # the user's own tokens: each check says what it saw
+        assert not route.called
+        target.close()
