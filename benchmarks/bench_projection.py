@@ -2,7 +2,9 @@
 
 The reference engine measures every result with the canonical serialization (SPEC §1), so that
 pass is the floor. The projection should stay close to it: the target is a ratio of at most 2x
-from 1 MB up, where a second full serialization would show. Prints figures; asserts nothing.
+from 1 MB up, where a second full serialization would show. Each size is also run as a wide
+result (rows labelled `wide`), thousands of preserved-field candidates at depth 3. Prints
+figures; asserts nothing.
 
     .venv/bin/python benchmarks/bench_projection.py [--quick] [--seed N]
 """
@@ -10,6 +12,7 @@ from 1 MB up, where a second full serialization would show. Prints figures; asse
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import time
@@ -27,8 +30,10 @@ TARGET_FROM_BYTES = 1_000_000
 _WORDS = ("alpha", "beta", "gamma", "delta", "record", "value", "status", "search", "result")
 _CJK = ("数据", "結果", "検索", "状態", "한국어", "测试", "東京", "记录")
 _EMOJI = ("😀", "🚀", "👍🏽", "🇯🇵", "👨‍👩‍👧", "❤️", "🎉")
-_ESCAPES = ('say "hi"', "C:\\path\\to", "line1\nline2", "tab\there", "quote\\\"mix")
+_ESCAPES = ('say "hi"', "C:\\path\\to", "line1\nline2", "tab\there", 'quote\\"mix')
 _STATUSES = ("ok", "pending", "failed", "running")
+_TYPES = ("document", "page", "message", "file")
+TITLE_CHARS = 150
 
 
 def canonical_dumps(value: Any) -> bytes:
@@ -86,6 +91,35 @@ def make_result(target_bytes: int, seed: int) -> dict[str, Any]:
     }
 
 
+def _title(rng: random.Random) -> str:
+    """A title of exactly TITLE_CHARS characters (too long to be a preserved value)."""
+    title = ""
+    while len(title) < TITLE_CHARS:
+        title += _text(rng) + " "
+    return title[:TITLE_CHARS]
+
+
+def make_wide_result(target_bytes: int, seed: int) -> dict[str, Any]:
+    """A flat result of about `target_bytes`: `{"results": [records]}`, the same for a seed.
+
+    Each record's id, status and type sit at depth 3, so every one is a preserved-field
+    candidate (BUD-22): thousands of them, which the search-like result does not exercise.
+    """
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = []
+    size = len('{"results":[]}')
+    while size < target_bytes:
+        record = {
+            "id": f"rec-{len(records):08d}",
+            "status": rng.choice(_STATUSES),
+            "type": rng.choice(_TYPES),
+            "title": _title(rng),
+        }
+        records.append(record)
+        size += len(canonical_dumps(record)) + 1
+    return {"results": records}
+
+
 def best_ms(fn: Callable[[], object], repeats: int) -> float:
     """Best of `repeats` runs: the least disturbed by other work on the machine."""
     best = float("inf")
@@ -105,28 +139,33 @@ def main() -> None:
     projector = Projector()
     sizes = QUICK_SIZES if args.quick else SIZES
     print(f"target: project/dumps ratio <= {TARGET_RATIO:g}x from 1 MB up (best of N runs)")
-    header = f"{'size':>8} {'bytes':>10} {'budget':>7} {'dumps ms':>9} {'project ms':>11}"
+    header = f"{'size':>13} {'bytes':>10} {'budget':>7} {'dumps ms':>9} {'project ms':>11}"
     print(f"{header} {'ratio':>6}  target")
-    for label, target in sizes.items():
-        result = make_result(target, args.seed)
-        repeats = 3 if target >= 10_000_000 else 7
-        dumps = best_ms(lambda r=result: canonical_dumps(r), repeats)
-        actual = len(canonical_dumps(result))
-        for budget in BUDGETS:
-            preview = projector.project(result, budget)
-            if not preview.truncated or preview.retained_bytes > budget:
-                print(f"  {label}/{budget}: not a truncated preview within budget, skipped")
-                continue
-            project = best_ms(lambda r=result, b=budget: projector.project(r, b), repeats)
-            ratio = project / dumps
-            if actual < TARGET_FROM_BYTES:
-                verdict = "n/a (below 1 MB)"
-            else:
-                verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-            print(
-                f"{label:>8} {actual:>10} {budget:>7} {dumps:>9.1f} {project:>11.1f} "
-                f"{ratio:>5.2f}x  {verdict}"
-            )
+    for kind, make in (("", make_result), ("wide ", make_wide_result)):
+        for label, target in sizes.items():
+            run(projector, f"{kind}{label}", make(target, args.seed), target)
+
+
+def run(projector: Projector, label: str, result: Any, target: int) -> None:
+    """Print one table row for each budget."""
+    repeats = 3 if target >= 10_000_000 else 7
+    dumps = best_ms(lambda: canonical_dumps(result), repeats)
+    actual = len(canonical_dumps(result))
+    for budget in BUDGETS:
+        preview = projector.project(result, budget)
+        if not preview.truncated or preview.retained_bytes > budget:
+            print(f"  {label}/{budget}: not a truncated preview within budget, skipped")
+            continue
+        project = best_ms(functools.partial(projector.project, result, budget), repeats)
+        ratio = project / dumps
+        if actual < TARGET_FROM_BYTES:
+            verdict = "n/a (below 1 MB)"
+        else:
+            verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+        print(
+            f"{label:>13} {actual:>10} {budget:>7} {dumps:>9.1f} {project:>11.1f} "
+            f"{ratio:>5.2f}x  {verdict}"
+        )
 
 
 if __name__ == "__main__":

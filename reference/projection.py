@@ -12,7 +12,10 @@ Every step is a method so a known-bad variant (reference/mutants) can replace ex
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from json.encoder import encode_basestring
+from operator import itemgetter
 from typing import Any
 
 import regex
@@ -24,6 +27,14 @@ PRESERVED_KEYS = frozenset(
 )
 MAX_PRESERVED_DEPTH = 3
 MAX_PRESERVED_VALUE_BYTES = 128
+# The smallest preserved entry, `,"/id":0`: a pointer ends in a preserved key (2+ characters).
+_MIN_ENTRY = 5 + 1 + min(len(k) for k in PRESERVED_KEYS)
+# The methods sizes come from: while none is replaced, sizes are the canonical ones.
+_SIZE_SEAMS = ("sized_text", "measure", "text_size")
+_POINTER = itemgetter(0)
+_CONTAINERS = (dict, list)
+# Strings this short are preservable whatever they hold: no character takes more than 6 bytes.
+_SHORT_STR = (MAX_PRESERVED_VALUE_BYTES - 2) // 6
 # Characters segmented on each side of a cut; doubled while no allowed cut is found in reach.
 CUT_WINDOW = 32
 
@@ -170,51 +181,132 @@ class Projector:
         """Keep short status-like scalars, in order, while the projection with empty previews fits.
 
         A value serializes the same wherever it sits, so an entry added to a non-empty
-        preserved_fields adds the same bytes to any projection: once one field is kept, a trial
-        is priced on the projection holding only that first field and the new one, not on all
-        kept so far (which made wide results, thousands of records with an id, quadratic). A
-        candidate is skipped unpriced when even its smallest entry, `,"pointer":0` (the
-        pointer's characters plus 5 bytes), cannot fit.
+        preserved_fields adds the same bytes to any projection. The first field kept is priced
+        on the whole projection; each later one only by its entry `,"pointer":value`: by
+        arithmetic on canonical sizes (`entry_bytes`) when the projector's sizes are the
+        canonical ones, else on the projection holding only the first field and the new one.
+        A candidate is skipped unpriced when even its smallest entry, `,"pointer":0` (the
+        pointer's characters plus 5 bytes), cannot fit, and the search stops once no entry
+        (a pointer ends in a preserved key, so takes 3 characters or more) can.
         """
+        candidates = iter(self.preserved_candidates(value))
         kept: dict[str, Any] = {}
-        size = anchor_size = 0
-        anchor: dict[str, Any] = {}
-        for pointer, scalar in self.preserved_candidates(value):
-            if not kept:
-                trial = {**projection, "preserved_fields": {pointer: scalar}}
-                trial_size = self.text_size(trial, attachments)
-            elif size + len(pointer) + 5 > budget:
+        for pointer, scalar in candidates:
+            trial = {**projection, "preserved_fields": {pointer: scalar}}
+            size = self.text_size(trial, attachments)
+            if size <= budget:
+                kept[pointer] = scalar
+                break
+        if not kept:
+            return kept
+        anchor, anchor_size = dict(kept), size
+        canonical = self.canonical_sizes()
+        room = budget - size
+        for pointer, scalar in candidates:
+            if len(pointer) + 5 > room:
+                if room < _MIN_ENTRY:
+                    break
                 continue
+            if canonical:
+                entry = self.entry_bytes(pointer, scalar, room)
+                if entry is None:
+                    continue
             else:
                 trial = {**projection, "preserved_fields": {**anchor, pointer: scalar}}
-                trial_size = size + self.text_size(trial, attachments) - anchor_size
-            if trial_size <= budget:
-                if not kept:
-                    anchor, anchor_size = {pointer: scalar}, trial_size
-                kept[pointer] = scalar
-                size = trial_size
+                entry = self.text_size(trial, attachments) - anchor_size
+                if entry > room:
+                    continue
+            kept[pointer] = scalar
+            room -= entry
         return kept
 
+    def canonical_sizes(self) -> bool:
+        """Whether sizes are this module's canonical ones (no size seam is replaced).
+
+        Only then may preserve price entries by arithmetic instead of measuring projections.
+        """
+        cls = type(self)
+        return all(getattr(cls, name) is getattr(Projector, name) for name in _SIZE_SEAMS)
+
+    def entry_bytes(self, pointer: str, scalar: Any, room: int) -> int | None:
+        """Bytes of `,"pointer":scalar` in canonical JSON, or None when it exceeds `room`.
+
+        A string is ruled out by its length before it is encoded: it takes at least one byte
+        a character, plus two quotes.
+        """
+        if type(scalar) is str and len(pointer) + len(scalar) + 6 > room:
+            return None
+        entry = 2 + utf8_length(encode_basestring(pointer)) + self.scalar_bytes(scalar)
+        return entry if entry <= room else None
+
+    def scalar_bytes(self, scalar: Any) -> int:
+        """`measure(scalar)` for a JSON scalar, without the encoder's set-up for common types."""
+        kind = type(scalar)
+        if kind is str:
+            return utf8_length(encode_basestring(scalar))
+        if scalar is None or scalar is True:
+            return 4
+        if scalar is False:
+            return 5
+        if kind is int:
+            return len(int.__repr__(scalar))
+        if kind is float and math.isfinite(scalar):
+            return len(float.__repr__(scalar))
+        return self.measure(scalar)
+
+    def preservable(self, scalar: Any, canonical: bool) -> bool:
+        """Whether a scalar is small enough to preserve: measure(scalar) <= 128 bytes.
+
+        With canonical sizes a string is decided by its length when that settles it: more
+        than 126 characters take more than 128 bytes, and 21 or fewer at most 128 (no
+        character takes more than 6, `\\u001f`).
+        """
+        if not canonical:
+            return self.measure(scalar) <= MAX_PRESERVED_VALUE_BYTES
+        if type(scalar) is str:
+            if len(scalar) > MAX_PRESERVED_VALUE_BYTES - 2:
+                return False
+            if len(scalar) <= _SHORT_STR:
+                return True
+        return self.scalar_bytes(scalar) <= MAX_PRESERVED_VALUE_BYTES
+
     def preserved_candidates(self, value: Any) -> list[tuple[str, Any]]:
-        found: list[tuple[int, str, Any]] = []
+        """Scalars under a preserved key down to depth 3 that `preservable` accepts.
+
+        Shallowest first, then by pointer. Levels are found breadth first, so each depth's
+        candidates are sorted on their own (stable, as one sort on (depth, pointer) would
+        be); at the last depth only preserved keys are looked at.
+        """
+        found: list[tuple[str, Any]] = []
+        canonical = self.canonical_sizes()
         level: list[tuple[str, Any]] = [("", value)]
         for depth in range(1, MAX_PRESERVED_DEPTH + 1):
+            last = depth == MAX_PRESERVED_DEPTH
+            here: list[tuple[str, Any]] = []
             deeper: list[tuple[str, Any]] = []
             for path, node in level:
                 if isinstance(node, dict):
                     for key, child in node.items():
-                        pointer = f"{path}/{pointer_token(key)}"
-                        if isinstance(child, dict | list):
-                            deeper.append((pointer, child))
+                        if isinstance(child, _CONTAINERS):
+                            if not last:
+                                deeper.append((f"{path}/{pointer_token(key)}", child))
                         elif key in PRESERVED_KEYS and (
-                            self.measure(child) <= MAX_PRESERVED_VALUE_BYTES
+                            # the common case, a short string, decided without a call
+                            (canonical and type(child) is str and len(child) <= _SHORT_STR)
+                            or self.preservable(child, canonical)
                         ):
-                            found.append((depth, pointer, child))
-                elif isinstance(node, list):
-                    deeper.extend((f"{path}/{i}", child) for i, child in enumerate(node))
-            level = [(p, n) for p, n in deeper if isinstance(n, dict | list)]
-        found.sort(key=lambda item: (item[0], item[1]))
-        return [(pointer, scalar) for _, pointer, scalar in found]
+                            token = key if type(key) is str else pointer_token(key)
+                            here.append((f"{path}/{token}", child))
+                elif isinstance(node, list) and not last:
+                    deeper += [
+                        (f"{path}/{i}", child)
+                        for i, child in enumerate(node)
+                        if isinstance(child, _CONTAINERS)
+                    ]
+            here.sort(key=_POINTER)
+            found.extend(here)
+            level = deeper
+        return found
 
     # -- cuts ----------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from arck.reference.canonical import (
     canonical_text,
     check_limits,
     measure,
+    pointer_token,
 )
 from arck.reference.projection import PRESERVED_KEYS, Projector, unicode_version
 
@@ -297,3 +298,118 @@ def test_preserve_matches_the_greedy_rule(
     want = _greedy_preserve(value, projection, budget)
     got = P.preserve(value, projection, budget, None)
     assert list(got.items()) == list(want.items())
+
+
+def _naive_candidates(value: Any) -> list[tuple[str, Any]]:
+    """BUD-22's candidates as written: every scalar under a preserved key down to depth 3
+    whose canonical size is at most 128 bytes, by (depth, pointer), each value measured."""
+    found: list[tuple[int, str, Any]] = []
+    stack: list[tuple[int, str, Any]] = [(0, "", value)]
+    while stack:
+        depth, path, node = stack.pop()
+        if depth >= 3 or not isinstance(node, dict | list):
+            continue
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            pointer = f"{path}/{pointer_token(key)}"
+            if isinstance(child, dict | list):
+                stack.append((depth + 1, pointer, child))
+            elif isinstance(node, dict) and key in PRESERVED_KEYS and measure(child) <= 128:
+                found.append((depth + 1, pointer, child))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [(pointer, scalar) for _, pointer, scalar in found]
+
+
+def _sized_strings(size: int) -> st.SearchStrategy[str]:
+    """Strings whose canonical size is exactly `size` bytes (quotes included)."""
+    n = size - 2
+    return st.sampled_from(
+        [
+            "a" * n,
+            "é" * (n // 2) + "a" * (n % 2),
+            "😀" * (n // 4) + "a" * (n % 4),
+            "\u0001" * (n // 6) + "a" * (n % 6),
+            '"' * (n // 2) + "a" * (n % 2),
+        ]
+    )
+
+
+_preserved_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(10**130), 10**130),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+    st.text(min_size=20, max_size=130),
+    st.text(alphabet='"\\\x00\x1f\x7fa', max_size=30),
+    _sized_strings(127),
+    _sized_strings(128),
+    _sized_strings(129),
+    st.sampled_from(["a" * 126, "a" * 127, "\x00" * 21, "\x00" * 22]),
+)
+_wide_records = st.lists(
+    st.dictionaries(
+        st.sampled_from([*sorted(PRESERVED_KEYS), "title", "a/b~c"]),
+        _preserved_scalars | s.json_values(max_leaves=2),
+        max_size=5,
+    ),
+    max_size=150,
+)
+_wide_values = st.builds(
+    lambda records, key, extra: {key: records, **extra},
+    _wide_records,
+    st.sampled_from(["results", "a/b", "~", "é" * 20, "x" * 70]),
+    st.dictionaries(st.sampled_from([*sorted(PRESERVED_KEYS), "data"]), _preserved_scalars),
+)
+
+
+@given(_wide_values | s.json_values(max_leaves=30))
+@CASES
+def test_preserved_candidates_are_the_rule_as_written(value: Any) -> None:
+    assert P.preserved_candidates(value) == _naive_candidates(value)
+
+
+@given(_wide_values, st.integers(80, 4000))
+@CASES
+def test_preserve_matches_the_greedy_rule_on_wide_results(value: Any, budget: int) -> None:
+    projection = P.skeleton(10**6, None)
+    want = _greedy_preserve(value, projection, budget)
+    got = P.preserve(value, projection, budget, None)
+    assert list(got.items()) == list(want.items())
+
+
+@given(_preserved_scalars, st.text(min_size=1, max_size=40), st.integers(0, 300))
+@CASES
+def test_entry_bytes_is_the_measured_entry(scalar: Any, pointer: str, room: int) -> None:
+    assert P.scalar_bytes(scalar) == measure(scalar)
+    assert P.preservable(scalar, True) is P.preservable(scalar, False)
+    assert P.preservable(scalar, True) is (measure(scalar) <= 128)
+    entry = measure({"/": 0, pointer: scalar}) - measure({"/": 0})
+    assert P.entry_bytes(pointer, scalar, room) == (entry if entry <= room else None)
+
+
+class _CharsProjector(Projector):
+    """Sizes in characters: a replaced size seam, so entries must be measured, not computed."""
+
+    def sized_text(self, value: Any) -> tuple[str, int]:
+        text = canonical_text(value)
+        return text, len(text)
+
+
+def test_canonical_sizes_only_while_no_size_seam_is_replaced() -> None:
+    assert P.canonical_sizes()
+    assert not _CharsProjector().canonical_sizes()
+
+
+@given(_wide_values, st.integers(80, 2000))
+@CASES
+def test_preserve_follows_a_replaced_size_seam(value: Any, budget: int) -> None:
+    chars = _CharsProjector()
+    projection = chars.skeleton(10**6, None)
+    kept: dict[str, Any] = {}
+    for pointer, scalar in chars.preserved_candidates(value):
+        trial = {**kept, pointer: scalar}
+        if chars.measure({**projection, "preserved_fields": trial}) <= budget:
+            kept = trial
+    assert list(chars.preserve(value, projection, budget, None).items()) == list(kept.items())
