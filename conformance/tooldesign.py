@@ -258,7 +258,9 @@ def _in_projection(f: Field, span: tuple[int, int], p: _Projection) -> Visibilit
     in_head = span[1] <= len(p.head) if p.head_is_prefix else member in p.head
     in_tail = span[0] >= len(p.text) - len(p.tail) if p.tail_is_suffix else member in p.tail
     places += ["head"] * in_head + ["tail"] * in_tail
-    used += len(member.encode("utf-8")) * (in_head + in_tail)
+    # Inside head or tail the member is text within a JSON string: its quotes and
+    # backslashes are escaped again, and those bytes count too (BUD-03).
+    used += (oracle.size(member) - 2) * (in_head + in_tail)
     state = ("preserved" if kept_as else "in_head" if in_head else "in_tail" if in_tail
              else LOST)
     if state == LOST and not note:

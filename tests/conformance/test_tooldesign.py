@@ -108,6 +108,11 @@ def test_fields_in_the_head_and_in_the_tail() -> None:
     states = _judge(value, _cut(value, _span(value, "id")[1], len(text) - _span(
         value, "next_cursor")[0]))
     assert states == {"/id": "in_head", "/next_cursor": "in_tail"}
+    report = analyse(Sample("s", value), watched_fields(value), _cut(
+        value, _span(value, "id")[1], len(text) - _span(value, "next_cursor")[0]), 1024)
+    # in a JSON string each of the member's four quotes takes two bytes (BUD-03)
+    assert _one(report, "/id").bytes == len('\\"id\\":\\"first-1\\"')
+    assert _one(report, "/next_cursor").bytes == len('"next_cursor":"last-9"') + 4
 
 
 def test_a_member_cut_in_the_middle_is_lost() -> None:
