@@ -188,9 +188,12 @@ class ArckRun:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-        self.order = [item.nodeid for item in items]
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # Here, after every plugin's deselection (`-k`, `-m` run after this plugin's own).
+        self.order = [item.nodeid for item in session.items]
         if self.worker is None:
-            self._run_started(len(items))
+            self._run_started(len(session.items))
 
     def _run_started(self, total: int) -> None:
         if not self.started_total:
@@ -385,7 +388,10 @@ class ArckRun:
         for nodeid in self.order:
             if nodeid.rsplit("::", 1)[-1] in finished:
                 continue
-            why = self.crashed.get(nodeid, "no result came back for it (an internal error)")
+            why = self.crashed.get(
+                nodeid, "the run ended before it finished (interrupted, stopped early, or an "
+                "internal error)"
+            )
             result = parallel.crashed(nodeid, why)
             self.results.append(result)
             self.config.hook.pytest_arck_event(event=CheckFinished(result))

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from clirun import arck
 
 from arck.conformance import parallel
@@ -198,3 +199,23 @@ def test_an_internal_error_in_a_worker_is_never_a_pass(tmp_path: Path) -> None:
     assert {c["status"] for c in report["checks"]} == {"not_testable"}
     rows = {r["id"]: r["status"] for r in report["requirements"]}
     assert rows["DEF-02"] == "not_testable"
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "two-workers"])
+def test_checks_deselected_by_other_plugins_are_not_reported(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """`-k` deselects after arck's own selection: those checks were not run, not lost."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "arck.conformance.checks",
+         "-p", "no:cacheprovider", "--arck-target=reference", "--arck-requirements=DEF",
+         "--arck-max-examples=3", f"--arck-report-dir={tmp_path}", "-k", "budget_default",
+         "-q", *workers],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=600,
+        env={**os.environ, "CI": "true"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert [(c["check_id"], c["status"]) for c in report["checks"]] == [
+        ("definitions/test_budget_default", "pass")
+    ]
