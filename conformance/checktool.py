@@ -37,8 +37,7 @@ from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import TargetInfo
 
 GROUP_OVER = 3  # more fields than this under one array pattern share a table row
-STYLE = {"kept_whole": "green", "preserved": "green", "in_head": "green", "in_tail": "green",
-         LOST: "bold red", MISSING: "yellow"}
+STYLE = {**dict.fromkeys(VISIBLE, "green"), LOST: "bold red", MISSING: "yellow"}
 
 
 @dataclass(frozen=True)

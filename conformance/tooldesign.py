@@ -27,7 +27,7 @@ WATCHED_KEYS = frozenset(
 )
 DEFAULT_BUDGET = 16_384  # DEF-02, when the tool leaves the budget out
 MIN_BUDGET, MAX_BUDGET = 1_024, 32_768
-VISIBLE = ("kept_whole", "preserved", "in_head", "in_tail")
+VISIBLE = ("kept_whole", "attached", "preserved", "in_head", "in_tail")
 LOST, MISSING = "lost", "missing"
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
@@ -65,7 +65,7 @@ class Field:
 class Visibility:
     field: Field
     state: str  # one of VISIBLE, LOST or MISSING
-    places: tuple[str, ...] = ()  # where it is visible: result, preserved_fields, head, tail
+    places: tuple[str, ...] = ()  # result, attachment, preserved_fields, head, tail
     bytes: int = 0  # canonical bytes it takes in the preview, summed over `places`
     note: str = ""
     location: str = ""  # its key in preserved_fields (a pointer or a dotted path)
@@ -220,7 +220,9 @@ class _Projection:
     preserved: dict[str, Any]
 
 
-def _projection(text: str, projected: Any) -> tuple[_Projection, list[str]]:
+def _projection(
+    text: str, projected: Any, multimodal: bool
+) -> tuple[_Projection, list[str]]:
     notes = []
     box = projected.get("preview") if isinstance(projected, dict) else None
     head = box.get("head") if isinstance(box, dict) else None
@@ -231,7 +233,13 @@ def _projection(text: str, projected: Any) -> tuple[_Projection, list[str]]:
     tail = tail if isinstance(tail, str) else ""
     kept = projected.get("preserved_fields") if isinstance(projected, dict) else None
     is_prefix, is_suffix = text.startswith(head), text.endswith(tail)
-    if not (is_prefix and is_suffix):
+    if multimodal:
+        # Only the text part is cut, in a layout the protocol leaves open (BUD-19, BUD-21):
+        # positions in the sample's own text say nothing, so members are searched for.
+        is_prefix = is_suffix = False
+        notes.append("multimodal result: fields of the text part were looked for in head and "
+                     "tail by text search, which repeats can fool")
+    elif not (is_prefix and is_suffix):
         notes.append("preview.head/tail are not a prefix/suffix of the sample's canonical text "
                      "(BUD-09): fields were looked for by text search, which repeats can fool")
     state = _Projection(text, head, tail, is_prefix, is_suffix,
@@ -281,6 +289,18 @@ def _invented(value: Any, preserved: dict[str, Any], judged: set[str]) -> list[s
     return notes
 
 
+def _attached(f: Field, sample: Any, projected: Any) -> Visibility | None:
+    """A field inside a non-text block the projection kept byte-identical (BUD-19)."""
+    assert f.steps is not None
+    if len(f.steps) < 3 or f.steps[0] != "content" or not isinstance(f.steps[1], int):
+        return None
+    block = sample["content"][f.steps[1]]
+    if block["type"] == "text" or not oracle.find_value(projected, block):
+        return None
+    note = "in a non-text block kept byte-identical, outside the text budget (BUD-19)"
+    return Visibility(f, "attached", ("attachment",), 0, note)
+
+
 def _kept_whole(f: Field, projected: Any) -> Visibility:
     assert f.steps is not None
     hit = locate(projected, [str(s) for s in f.steps])
@@ -304,13 +324,15 @@ def analyse(
     truncated = preview.get("truncated") is not False
     projected = preview.get("result")
     spans = member_spans(sample.value, [f.steps for f in fields if f.steps is not None])
-    projection, notes = _projection(text, projected) if truncated else (None, [])
+    multimodal = oracle.is_multimodal(sample.value)
+    projection, notes = _projection(text, projected, multimodal) if truncated else (None, [])
     judged = []
     for f in fields:
         if f.steps is None:
             judged.append(Visibility(f, MISSING, note="no value at this pointer in this sample"))
         elif projection is not None:
-            judged.append(_in_projection(f, spans[f.steps], projection))
+            attached = _attached(f, sample.value, projected) if multimodal else None
+            judged.append(attached or _in_projection(f, spans[f.steps], projection))
         else:
             judged.append(_kept_whole(f, projected))
     judged.sort(key=lambda v: spans[v.field.steps][0] if v.field.steps is not None else len(text))

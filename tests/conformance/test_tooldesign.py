@@ -136,6 +136,39 @@ def test_a_repeated_member_is_judged_by_its_own_place() -> None:
     assert states["/items/4/status"] == "in_tail"
 
 
+IMAGE = {"type": "image", "id": "img-7", "data": "iVBORw0KGgo" * 40}
+MULTIMODAL = {"content": [{"type": "text", "text": "lorem ipsum " * 200}, IMAGE],
+              "status": "done"}
+
+
+def _multimodal_preview(attachments: list[Any]) -> dict[str, Any]:
+    """A projection in some layout of the target's choosing: the text cut, blocks aside."""
+    text = _text({"content": [{"type": "text", "text": "lorem ipsum " * 200}],
+                  "status": "done"})
+    result = {"preview": {"head": text[:300], "tail": text[-300:]}, "kept": attachments}
+    return {"max_result_context_bytes": 1024, "original_bytes": size(MULTIMODAL),
+            "retained_bytes": size(result), "truncated": True, "result": result}
+
+
+def test_fields_of_a_block_kept_whole_are_attached() -> None:
+    report = analyse(Sample("m", MULTIMODAL), watched_fields(MULTIMODAL),
+                     _multimodal_preview([IMAGE]), 1024)
+    assert _one(report, "/content/1/id").state == "attached"
+    assert _one(report, "/content/1/type").state == "attached"
+    assert _one(report, "/content/1/id").bytes == 0  # outside the text budget (BUD-19)
+    assert _one(report, "/status").state == "in_tail"  # the text part, found by search
+    assert _one(report, "/content/0/type").state == "in_tail"  # keys sort: "text" < "type"
+    assert any("multimodal" in note for note in report.notes)
+
+
+def test_fields_of_a_block_altered_or_dropped_are_lost() -> None:
+    altered = {**IMAGE, "data": IMAGE["data"][:-1]}
+    for kept in ([altered], []):
+        report = analyse(Sample("m", MULTIMODAL), watched_fields(MULTIMODAL),
+                         _multimodal_preview(kept), 1024)
+        assert _one(report, "/content/1/id").state == "lost"
+
+
 def test_a_head_that_is_no_prefix_falls_back_to_text_search() -> None:
     value = {"id": "x-1", "items": FILLER}
     preview = _cut(value, 40, 40)
@@ -369,6 +402,17 @@ def test_a_deep_cursor_in_the_middle_is_lost_exit_1(tmp_path: Path) -> None:
     assert data["verdict"] == "lost"
     assert data["samples"][0]["original_bytes"] == size(_deep_in_the_middle())
     assert data["samples"][0]["budget"] == 16384  # the default, left out of the tool
+
+
+def test_the_reference_keeps_a_multimodal_blocks_fields_attached(tmp_path: Path) -> None:
+    sample = _write(tmp_path, "multimodal.json", MULTIMODAL)
+    done = arck("check-tool", str(sample), "--budget", "1024", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    states = {f["pointer"]: f["state"] for f in data["samples"][0]["fields"]}
+    assert data["samples"][0]["truncated"] is True
+    assert states["/content/1/id"] == "attached"
+    assert states["/status"] in ("preserved", "in_tail")
 
 
 def test_a_small_result_is_kept_whole_exit_0(tmp_path: Path) -> None:
