@@ -49,15 +49,29 @@ class Outcome:
     def judged(self, *states: str) -> list[tuple[SampleReport, Visibility]]:
         return [(s, v) for s in self.samples for v in s.fields if v.state in states]
 
+    def lost(self, *, gating: bool) -> list[tuple[SampleReport, Visibility]]:
+        return [(s, v) for s, v in self.judged(LOST) if gates(v) is gating]
+
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILED if self.judged(LOST) else EXIT_OK
+        return EXIT_FAILED if self.lost(gating=True) else EXIT_OK
 
     @property
     def verdict(self) -> str:
-        if self.judged(LOST):
+        if self.lost(gating=True):
             return "lost"
         return "visible" if self.judged(*VISIBLE) else "nothing_watched"
+
+
+def gates(v: Visibility) -> bool:
+    """Whether losing this field fails the check: a field of the result itself, or one named.
+
+    Fields of list items (`/results/7/id`) are reported, but a long list always loses the
+    items in its middle; what the model needs to go on is the result's own cursor and
+    status, and the product's tools by id (BUD-20). `--field` makes an item field count.
+    """
+    steps = v.field.steps or ()
+    return v.field.named or not any(isinstance(step, int) for step in steps)
 
 
 def run(
@@ -104,7 +118,8 @@ def _used(s: SampleReport) -> int:
 def message(outcome: Outcome) -> str:
     """The one-line verdict, with the advice that fixes a loss."""
     watched = outcome.judged(*VISIBLE, LOST)
-    lost = outcome.judged(LOST)
+    lost = outcome.lost(gating=True)
+    items_lost = outcome.lost(gating=False)
     missing = outcome.judged(MISSING)
     samples = _plural(len(outcome.samples), "sample")
     if not watched:
@@ -122,8 +137,13 @@ def message(outcome: Outcome) -> str:
                 "(docs/check-tool.md)")
     else:
         share = max(_used(s) / s.budget for s in outcome.samples)
-        text = (f"VISIBLE: {'all ' * (len(watched) > 1)}{_plural(len(watched), 'watched field')}"
-                f" in {samples} visible in the preview, using at most {share:.1%} of a budget")
+        visible = len(watched) - len(items_lost)
+        every = "all " if visible > 1 and not items_lost else ""
+        text = (f"VISIBLE: {every}{_plural(visible, 'watched field')} in {samples} visible in "
+                f"the preview, using at most {share:.1%} of a budget")
+    if items_lost:
+        text += (f"; {_plural(len(items_lost), 'list-item field')} not visible (reported only: "
+                 "name one with --field to gate on it)")
     if missing:
         text += f"; {len(missing)} named field(s) missing from a sample"
     return text
@@ -145,6 +165,7 @@ def document(outcome: Outcome) -> dict[str, Any]:
         "message": message(outcome),
         "exit_code": outcome.exit_code,
         "counts": {state: len(outcome.judged(state)) for state in (*VISIBLE, LOST, MISSING)},
+        "lost_gating": len(outcome.lost(gating=True)),
         "samples": [_sample_document(s) for s in outcome.samples],
     }
 
@@ -165,6 +186,7 @@ def _sample_document(s: SampleReport) -> dict[str, Any]:
                 "pointer": v.field.pointer,
                 "named": v.field.named,
                 "state": v.state,
+                "gates": gates(v),
                 "places": list(v.places),
                 "preserved_as": v.location or None,
                 "bytes": v.bytes,

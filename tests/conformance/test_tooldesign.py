@@ -415,6 +415,30 @@ def test_the_reference_keeps_a_multimodal_blocks_fields_attached(tmp_path: Path)
     assert states["/status"] in ("preserved", "in_tail")
 
 
+def _listing() -> Any:
+    items = [{"id": f"item-{i:04d}", "title": "lorem ipsum dolor " * 4} for i in range(400)]
+    return {"items": items, "next_cursor": "cur-401", "status": "ok"}
+
+
+def test_list_item_fields_are_reported_but_do_not_gate(tmp_path: Path) -> None:
+    sample = _write(tmp_path, "listing.json", _listing())
+    done = arck("check-tool", str(sample), "--json", "--budget", "1024")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    fields = {f["pointer"]: f for f in data["samples"][0]["fields"]}
+    assert fields["/next_cursor"]["state"] != "lost"
+    assert fields["/next_cursor"]["gates"] is True
+    middle = fields["/items/200/id"]
+    assert (middle["state"], middle["gates"]) == ("lost", False)
+    assert data["lost_gating"] == 0
+    assert "list-item field" in data["message"]
+    # naming an item field makes it count
+    named = arck("check-tool", str(sample), "--json", "--budget", "1024",
+                 "--field", "/items/200/id")
+    assert named.returncode == 1, named.stdout + named.stderr
+    assert json.loads(named.stdout)["lost_gating"] == 1
+
+
 def test_a_small_result_is_kept_whole_exit_0(tmp_path: Path) -> None:
     sample = _write(tmp_path, "small.json", {"id": "ord-1", "status": "shipped"})
     done = arck("check-tool", str(sample), "--field", "/id")
