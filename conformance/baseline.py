@@ -118,20 +118,22 @@ def prune(current: Baseline, report_dir: Path) -> tuple[Baseline, list[str]]:
             f"{report_dir}: this report comes from a run without --baseline; prune with the "
             "report of `arck run … --baseline FILE`"
         )
+    reported = {(e.get("requirement"), e.get("check")) for e in judged}
     stale = {(e.get("requirement"), e.get("check")) for e in judged if e.get("state") == "stale"}
-    unknown = [
-        e for e in current.entries
-        if (e.requirement, e.check) not in {(j.get("requirement"), j.get("check")) for j in judged}
-    ]
-    notes = [f"{e.requirement} ({e.check or 'any check'}): not in this report, kept"
-             for e in unknown]
+    notes = [f"{label(e.requirement, e.check)}: not in this report, kept"
+             for e in current.entries if (e.requirement, e.check) not in reported]
     kept: list[Entry] = []
     for entry in current.entries:
         if (entry.requirement, entry.check) in stale:
-            notes.append(f"{entry.requirement} ({entry.check or 'any check'}): stale, removed")
+            notes.append(f"{label(entry.requirement, entry.check)}: stale, removed")
         else:
             kept.append(entry)
     return Baseline(entries=kept), notes
+
+
+def label(requirement: str, check: str | None) -> str:
+    """How an entry is named in messages: `BUD-07 (budget/test_x)` or `BUD-07 (any check)`."""
+    return f"{requirement} ({check or 'any check'})"
 
 
 def dump(baseline: Baseline) -> str:

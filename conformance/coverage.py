@@ -19,17 +19,29 @@ def check_modules() -> list[str]:
     ]
 
 
+def check_id(module: str, function: str) -> str:
+    """A check's stable id, `budget/test_x`, from its module's (dotted or bare) name."""
+    return f"{module.rsplit('.', 1)[-1].removeprefix('test_')}/{function}"
+
+
+def requirement_ids(check: object) -> set[str]:
+    """The IDs of a check function's `requirement` markers."""
+    return {
+        rid
+        for mark in getattr(check, "pytestmark", [])
+        if mark.name == "requirement"
+        for rid in mark.args
+    }
+
+
 def coverage() -> dict[str, list[str]]:
     """Requirement ID → check ids (`module/function`)."""
     found: dict[str, list[str]] = {}
     for name in check_modules():
         module = importlib.import_module(name)
-        short = name.rsplit(".", 1)[-1].removeprefix("test_")
         for attr, fn in sorted(vars(module).items()):
             if not attr.startswith("test_"):
                 continue
-            for mark in getattr(fn, "pytestmark", []):
-                if mark.name == "requirement":
-                    for rid in mark.args:
-                        found.setdefault(rid, []).append(f"{short}/{attr}")
+            for rid in sorted(requirement_ids(fn)):
+                found.setdefault(rid, []).append(check_id(name, attr))
     return found

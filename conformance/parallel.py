@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+import arck.conformance.checks as checks_package
+from arck.conformance.coverage import check_id, requirement_ids
 from arck.reports.model import CheckResult, Status
 
 RESULT_ATTR = "arck_result"  # the attribute of a TestReport that carries a CheckResult
 SEED_KEY = "arck_seed"
 CREATED_KEY = "arck_created"
-CHECKS_PACKAGE = "arck.conformance.checks"
 BASELINE_KEY = "arck_baseline"
 JUDGE = "gw0"  # the worker that judges baseline entries, once for the whole run
 
@@ -85,16 +86,13 @@ def describe(nodeid: str) -> dict[str, Any]:
     """
     path, _, name = nodeid.partition("::")
     module_name = PurePosixPath(path).stem
-    requirements: set[str] = set()
     try:
-        check = getattr(importlib.import_module(f"{CHECKS_PACKAGE}.{module_name}"), name)
+        module = importlib.import_module(f"{checks_package.__name__}.{module_name}")
+        check = getattr(module, name)
     except (ImportError, AttributeError):
         check = None
-    for mark in getattr(check, "pytestmark", []):
-        if mark.name == "requirement":
-            requirements.update(mark.args)
     return {
-        "check_id": f"{module_name.removeprefix('test_')}/{name}",
+        "check_id": check_id(module_name, name),
         "name": name,
-        "requirements": sorted(requirements),
+        "requirements": sorted(requirement_ids(check)),
     }

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, settings
 
 import arck
 from arck.conformance import baseline as baselines
-from arck.conformance import catalogue, outcomes, parallel
+from arck.conformance import catalogue, coverage, outcomes, parallel
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
 from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, RunStarted
@@ -361,23 +361,24 @@ class ArckRun:
         self.target.close()
 
     def _baseline_judgement(self) -> list[dict[str, Any]] | None:
+        """Each entry's state, judged here or by worker gw0; the ones failing the run shown."""
         if self.baseline is None:
             return None
         if not self.distributed:
-            return self._judge_baseline()
-        if self.worker_judged is not None:
-            for entry in self.worker_judged:
-                if entry["state"] in ("stale", "not_judged"):
-                    self.config.hook.pytest_arck_event(event=BaselineJudged(
-                        f"baseline entry {entry['requirement']} "
-                        f"({entry['check'] or 'any check'}) is "
-                        f"{entry['state'].replace('_', ' ')}: {entry['detail']}"
-                    ))
-            return self.worker_judged
-        detail = f"worker {parallel.JUDGE}, which judges the baseline, did not finish"
-        self.config.hook.pytest_arck_event(event=BaselineJudged(detail))
-        return [{"requirement": e.requirement, "check": e.check, "state": "not_judged",
-                 "detail": detail} for e in self.baseline.entries]
+            judged = self._judge_baseline()
+        elif self.worker_judged is not None:
+            judged = self.worker_judged
+        else:
+            detail = f"worker {parallel.JUDGE}, which judges the baseline, did not finish"
+            judged = [{"requirement": e.requirement, "check": e.check, "state": "not_judged",
+                       "detail": detail} for e in self.baseline.entries]
+        for entry in judged:
+            if entry["state"] in ("stale", "not_judged"):
+                label = baselines.label(entry["requirement"], entry["check"])
+                message = f"baseline entry {label} is {entry['state'].replace('_', ' ')}: " \
+                          f"{entry['detail']}"
+                self.config.hook.pytest_arck_event(event=BaselineJudged(message))
+        return judged
 
     def pytest_internalerror(self, excrepr: object, excinfo: object) -> None:
         self.internal_errors += 1
@@ -411,8 +412,8 @@ class ArckRun:
         return outcomes.strongest_level(reqs)
 
     def check_id(self, item: pytest.Item) -> str:
-        module = item.module.__name__.rsplit(".", 1)[-1] if hasattr(item, "module") else ""
-        return f"{module.removeprefix('test_')}/{item.name}"
+        return coverage.check_id(item.module.__name__ if hasattr(item, "module") else "",
+                                 item.name)
 
     def _judge_baseline(self) -> list[dict[str, Any]]:
         """Replay each entry's stored cases: stale when all pass now, holds when one fails."""
@@ -422,10 +423,6 @@ class ArckRun:
             state, detail = self._judge_entry(entry)
             judged.append({"requirement": entry.requirement, "check": entry.check,
                            "state": state, "detail": detail})
-            if state in ("stale", "not_judged"):
-                message = f"baseline entry {entry.requirement} ({entry.check or 'any check'}) " \
-                          f"is {state.replace('_', ' ')}: {detail}"
-                self.config.hook.pytest_arck_event(event=BaselineJudged(message))
         return judged
 
     def _judge_entry(self, entry: baselines.Entry) -> tuple[str, str]:
