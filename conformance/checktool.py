@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import arck
+from arck.conformance import oracle
 from arck.conformance.errors import UsageError
 from arck.conformance.outcomes import EXIT_FAILED, EXIT_OK
 from arck.conformance.tooldesign import (
@@ -207,8 +208,7 @@ def _pattern(v: Visibility) -> str:
     steps = v.field.steps
     if steps is None:
         return v.field.pointer
-    return "".join("/*" if isinstance(s, int) else "/" + s.replace("~", "~0").replace("/", "~1")
-                   for s in steps)
+    return oracle.pointer(["*" if isinstance(s, int) else s for s in steps])
 
 
 def _detail(v: Visibility) -> str:

@@ -275,7 +275,8 @@ def check_tool(
 ) -> None:
     """Show whether cursors, ids and status stay visible in dry-run previews (H-06).
 
-    Exit 0 all visible, 1 some lost, 2 usage error or the target did not answer.
+    Exit 0 every gating field visible, 1 one lost (the result's own or a --field), 2 usage
+    error or the target did not answer.
     """
     from arck.conformance import checktool
     from arck.conformance.errors import NotTestable, TargetUnreachable

@@ -101,7 +101,7 @@ def pointer(parts: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
+def walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
     """Every value (document order) with its path; iterative, so depth is no problem."""
     stack: list[tuple[list[str | int], Any]] = [([], value)]
     while stack:
@@ -124,7 +124,7 @@ def _surrogate(s: str) -> str | None:
 def unicode_problems(value: Any) -> list[str]:
     """Lone surrogates in keys and strings, each named by JSON Pointer (``!r``-escaped)."""
     problems: list[str] = []
-    for path, node in _walk(value):
+    for path, node in walk(value):
         if isinstance(node, dict):
             for key in node:
                 if isinstance(key, str) and (why := _surrogate(key)):
@@ -343,7 +343,7 @@ def _dotted(node: Any, segments: list[str]) -> tuple[bool, Any]:
 def find_value(tree: Any, needle: Any) -> bool:
     """Whether some subtree of ``tree`` is canonically equal to ``needle``."""
     kind = type(needle)
-    return any(type(node) is kind and canonically_equal(node, needle) for _, node in _walk(tree))
+    return any(type(node) is kind and canonically_equal(node, needle) for _, node in walk(tree))
 
 
 def is_multimodal(result: Any) -> bool:

@@ -10,10 +10,12 @@ target.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import jsonpointer
 
 from arck.conformance import oracle
 from arck.conformance.context import CheckContext
@@ -114,9 +116,12 @@ def pointer_parts(pointer: str) -> list[str]:
         hint = "/" + pointer.replace(".", "/")
         raise UsageError(f"--field {pointer!r}: not a JSON Pointer (RFC 6901); did you mean "
                          f"{hint!r}?")
-    if re.search(r"~(?![01])", pointer):
-        raise UsageError(f"--field {pointer!r}: '~' must be written '~0' in a JSON Pointer")
-    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    try:
+        parts: list[str] = jsonpointer.JsonPointer(pointer).parts
+    except jsonpointer.JsonPointerException as exc:
+        raise UsageError(f"--field {pointer!r}: {exc} ('~' is written '~0' in a JSON "
+                         "Pointer)") from None
+    return parts
 
 
 def locate(value: Any, parts: Sequence[str]) -> tuple[Steps, Any] | None:
@@ -134,26 +139,14 @@ def locate(value: Any, parts: Sequence[str]) -> tuple[Steps, Any] | None:
     return tuple(steps), node
 
 
-def _members(value: Any) -> Iterator[tuple[Steps, str, Any]]:
-    """Every object member below `value` (iterative: depth is no problem)."""
-    stack: list[tuple[Steps, Any]] = [((), value)]
-    while stack:
-        steps, node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) \
-            if isinstance(node, list) else ()
-        for key, child in items:
-            if isinstance(key, str):
-                yield (*steps, key), key, child
-            stack.append(((*steps, key), child))
-
-
 def watched_fields(value: Any, named: Sequence[str] = (), defaults: bool = True) -> list[Field]:
     """The status-like scalars of a sample (any depth) and the named pointers, once each."""
     found: dict[Steps, Field] = {}
     if defaults:
-        for steps, key, child in _members(value):
-            if key in WATCHED_KEYS and not isinstance(child, dict | list):
-                found[steps] = Field(oracle.pointer(list(steps)), steps, child)
+        for path, child in oracle.walk(value):
+            key = path[-1] if path else None
+            if isinstance(key, str) and key in WATCHED_KEYS and not isinstance(child, dict | list):
+                found[tuple(path)] = Field(oracle.pointer(path), tuple(path), child)
     missing = []
     for text in dict.fromkeys(named):
         hit = locate(value, pointer_parts(text))
