@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from clirun import ARCK, arck
+from clirun import ARCK, arck, plugin
 
 
 def test_reference_passes_a_selection_and_writes_reports(tmp_path: Path) -> None:
@@ -90,13 +88,8 @@ def test_requirements_lists_coverage() -> None:
 
 def test_pytest_plugin_in_an_implementers_ci(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "arck.conformance.checks",
-         "-p", "no:cacheprovider", "--arck-target=reference", "--arck-requirements=DRY-07",
-         f"--junitxml={junit}", "-q"],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=600,
-        env={**os.environ, "CI": "true"},
-    )
+    done = plugin("--arck-target=reference", "--arck-requirements=DRY-07",
+                  f"--junitxml={junit}", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     cases = ET.parse(junit).getroot().iter("testcase")
     props = {(p.get("name"), p.get("value")) for c in cases for p in c.iter("property")}

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from clirun import arck
+from clirun import arck, plugin
 
 from arck.conformance import parallel
 from arck.conformance.context import CheckContext
@@ -184,14 +181,9 @@ def pytest_runtest_makereport(item, call):
 def test_an_internal_error_in_a_worker_is_never_a_pass(tmp_path: Path) -> None:
     """xdist survives a worker's internal error; the run must still not pass."""
     (tmp_path / "broken_plugin.py").write_text(BROKEN_PLUGIN)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "arck.conformance.checks",
-         "-p", "no:cacheprovider", "-p", "broken_plugin", "-n", "2",
-         "--arck-target=reference", "--arck-requirements=DEF-02", "--arck-max-examples=3",
-         f"--arck-report-dir={tmp_path / 'out'}", "-q"],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=600,
-        env={**os.environ, "CI": "true", "PYTHONPATH": str(tmp_path)},
-    )
+    done = plugin("-p", "broken_plugin", "-n", "2", "--arck-target=reference",
+                  "--arck-requirements=DEF-02", "--arck-max-examples=3",
+                  f"--arck-report-dir={tmp_path / 'out'}", cwd=tmp_path, path=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     assert report["exit_code"] == 2
@@ -206,14 +198,9 @@ def test_checks_deselected_by_other_plugins_are_not_reported(
     tmp_path: Path, workers: list[str]
 ) -> None:
     """`-k` deselects after arck's own selection: those checks were not run, not lost."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "arck.conformance.checks",
-         "-p", "no:cacheprovider", "--arck-target=reference", "--arck-requirements=DEF",
-         "--arck-max-examples=3", f"--arck-report-dir={tmp_path}", "-k", "budget_default",
-         "-q", *workers],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=600,
-        env={**os.environ, "CI": "true"},
-    )
+    done = plugin("--arck-target=reference", "--arck-requirements=DEF", "--arck-max-examples=3",
+                  f"--arck-report-dir={tmp_path}", "-k", "budget_default", *workers,
+                  cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "report.json").read_text("utf-8"))
     assert [(c["check_id"], c["status"]) for c in report["checks"]] == [
