@@ -14,7 +14,7 @@ from rich.table import Table
 
 import arck
 from arck.conformance import baseline as baseline_mod
-from arck.conformance import catalogue
+from arck.conformance import catalogue, protocol_doc
 from arck.conformance.coverage import CHECKS_DIR, coverage
 from arck.conformance.display import Display
 from arck.conformance.events import CheckFinished
@@ -305,16 +305,26 @@ def check_tool(
 @app.command()
 def requirements(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the protocol as Markdown (docs/protocol.md)."),
+    ] = False,
     unicode: Annotated[
         bool, typer.Option("--unicode", help="Print the reference's Unicode version.")
     ] = False,
 ) -> None:
-    """The requirement catalogue and which checks cover each requirement."""
+    """The protocol's requirements (docs/protocol.md) and which checks cover each one."""
     if unicode:
         version = load_object("arck.reference.projection:unicode_version")()
         console.print(f"reference grapheme segmentation: Unicode {version}")
         return
     cat = catalogue.load()
+    if markdown:
+        if as_json:
+            console.print("arck requirements: --json and --markdown are alternatives")
+            raise typer.Exit(EXIT_USAGE)
+        typer.echo(protocol_doc.render(cat), nl=False)
+        return
     covered = coverage()
     if as_json:
         rows = [
