@@ -71,9 +71,10 @@ def load(path: Path) -> Baseline:
 
 
 def from_report(report_dir: Path, by: Literal["id", "check"]) -> tuple[Baseline, list[str]]:
-    """Entries for every failed or warned check of a report that kept its case file.
+    """Entries for every failure of a failed or warned check that kept its case file.
 
-    Returns the baseline and notes on what could not be taken (no case file: not testable).
+    Each distinct failure of a check gives its case to the requirements it named. Returns the
+    baseline and notes on what could not be taken (no case file: not testable).
     """
     try:
         report = json.loads((report_dir / "report.json").read_text("utf-8"))
@@ -84,22 +85,31 @@ def from_report(report_dir: Path, by: Literal["id", "check"]) -> tuple[Baseline,
     for check in report.get("checks", []):
         if check.get("status") not in ("fail", "warn", "known_failure"):
             continue
-        if not check.get("case_file"):
+        # Reports written before checks listed their failures carry one, at the top level.
+        failures = check.get("failures") or [
+            {"requirements": check.get("failed"), "case_file": check.get("case_file")}
+        ]
+        if not any(f.get("case_file") for f in failures):
             notes.append(f"{check['check_id']}: {check['status']} without a case file, not taken")
             continue
-        try:
-            text = (report_dir / check["case_file"]).read_text("utf-8")
-            case = Case.model_validate(json.loads(text))  # json reads NaN and lone surrogates
-        except (OSError, ValueError, ValidationError) as exc:
-            where = report_dir / check["case_file"]
-            raise UsageError(f"{where}: not a case file ({exc})") from None
-        for rid in check.get("failed") or check["requirements"]:
-            key = (rid, None if by == "id" else check["check_id"])
-            entry = entries.setdefault(key, Entry(requirement=rid, check=key[1], cases=[case]))
-            if case not in entry.cases:
-                entry.cases.append(case)
+        for failure in failures:
+            if not failure.get("case_file"):
+                continue
+            case = _case(report_dir / failure["case_file"])
+            for rid in failure.get("requirements") or check["requirements"]:
+                key = (rid, None if by == "id" else check["check_id"])
+                entry = entries.setdefault(key, Entry(requirement=rid, check=key[1], cases=[case]))
+                if case not in entry.cases:
+                    entry.cases.append(case)
     ordered = sorted(entries.values(), key=lambda e: (e.requirement, e.check or ""))
     return Baseline(entries=ordered), notes
+
+
+def _case(path: Path) -> Case:
+    try:
+        return Case.model_validate(json.loads(path.read_text("utf-8")))  # reads NaN, surrogates
+    except (OSError, ValueError, ValidationError) as exc:
+        raise UsageError(f"{path}: not a case file ({exc})") from None
 
 
 def prune(current: Baseline, report_dir: Path) -> tuple[Baseline, list[str]]:

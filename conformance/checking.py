@@ -4,11 +4,16 @@
 runs it once. Both replay a stored case instead when pytest is given `--arck-case FILE` naming
 that check, so a failure found once reruns exactly, against any target (H-02); `arck_replay`
 on the test does the same outside pytest's item protocol (baseline entries are judged so).
+
+Each example starts with the target's recent exchanges cleared; a failure takes them along,
+and is keyed by its requirement IDs and the line of the check's module that raised it, so
+hypothesis shrinks and reports every distinct failure, not only the first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, TypeVar
 
 import pytest
@@ -16,7 +21,7 @@ from hypothesis import example, given, seed
 from hypothesis.strategies import SearchStrategy
 
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import CheckFailure
+from arck.conformance.errors import CheckFailure, keyed
 
 CaseFn = Callable[[CheckContext, Any], None]
 PlainFn = Callable[[CheckContext], None]
@@ -44,14 +49,14 @@ def property_check(
     def decorate(fn: CaseFn) -> Any:
         def test(arck: CheckContext, arck_replay_case: Any) -> None:
             if arck_replay_case is not None:
-                _run(fn, arck, arck_replay_case)
+                _run(fn, arck, arck_replay_case, arck_replay_case)
                 return
             arck.examples = 0
 
             @given(case=cases)
             def explore(case: Any) -> None:
                 arck.examples = (arck.examples or 0) + 1
-                _run(fn, arck, case)
+                _run(fn, arck, case, case)
 
             for case in examples:
                 explore = example(case=case)(explore)
@@ -60,7 +65,7 @@ def property_check(
                 explore = seed(arck.seed)(explore)
             explore()
 
-        test.arck_replay = lambda ctx, case: _run(fn, ctx, case)  # type: ignore[attr-defined]
+        test.arck_replay = lambda ctx, case: _run(fn, ctx, case, case)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
 
     return decorate
@@ -71,22 +76,48 @@ def check(*ids: str) -> Callable[[PlainFn], Any]:
 
     def decorate(fn: PlainFn) -> Any:
         def test(arck: CheckContext) -> None:
-            fn(arck)
+            _run(fn, arck, None)
 
         # A one-shot check is deterministic: replaying its case is running it again.
-        test.arck_replay = lambda ctx, case: fn(ctx)  # type: ignore[attr-defined]
+        test.arck_replay = lambda ctx, case: _run(fn, ctx, None)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
 
     return decorate
 
 
-def _run(fn: CaseFn, ctx: CheckContext, case: Any) -> None:
+def _run(fn: Callable[..., None], ctx: CheckContext, case: Any, *args: Any) -> None:
+    """One example: `fn(ctx, *args)` on a fresh exchange log, failing as its keyed failure."""
+    recent = getattr(ctx.target, "recent", None)
+    if recent is not None:
+        recent.clear()
     try:
-        fn(ctx, case)
-    except CheckFailure as failure:
-        if failure.example is None:
-            failure.example = case
-        raise
+        fn(ctx, *args)
+    except CheckFailure as caught:
+        failure = caught
+    else:
+        return
+    if failure.example is None:
+        failure.example = case
+    failure.exchanges = [e.reproduction() for e in recent or ()]
+    tb = failure.__traceback__
+    home: str = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    line = _last_line_in(tb, home)
+    if line is None:
+        raise failure
+    # Raised outside the except block: no implicit __context__, which hypothesis would count
+    # as part of the failure's identity (a JSON error inside the target's answer, say).
+    raise keyed(failure, home, line).with_traceback(tb.tb_next if tb else None)
+
+
+def _last_line_in(tb: TracebackType | None, filename: str) -> int | None:
+    """The line of the innermost frame of `tb` in `filename`: where the check raised or called
+    `expect` (read from the failure's own traceback, not the live stack)."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def expect(

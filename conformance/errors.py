@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from arck.simulator.errors import TargetUnreachable, UsageError
 
@@ -14,6 +14,7 @@ __all__ = [
     "NotTestable",
     "TargetUnreachable",
     "UsageError",
+    "keyed",
 ]
 
 class ArckError(Exception):
@@ -27,8 +28,13 @@ class CheckFailure(AssertionError):
     """A check saw the target break a requirement.
 
     The message says what was expected, what was seen and how to look further; `example` is the
-    input that showed it (after shrinking), kept so the failure can be replayed.
+    input that showed it (after shrinking), kept so the failure can be replayed; `exchanges` are
+    the curl lines of that input's HTTP exchanges, taken when it was raised.
     """
+
+    # Which failure this is (requirement IDs, the check module's line that raised it): set on
+    # the subclasses `keyed` makes, None on a plain CheckFailure.
+    key: ClassVar[tuple[tuple[str, ...], str, int] | None] = None
 
     def __init__(
         self,
@@ -44,11 +50,35 @@ class CheckFailure(AssertionError):
         self.seen = seen
         self.example = example
         self.hint = hint
+        self.exchanges: list[str] | None = None
         ids = ", ".join(self.requirements)
         text = f"[{ids}] expected {expected}; saw {seen}."
         if hint:
             text += f" {hint}"
         super().__init__(text)
+
+
+_KEYED: dict[tuple[tuple[str, ...], str, int], type[CheckFailure]] = {}
+
+
+def keyed(failure: CheckFailure, filename: str, line: int) -> CheckFailure:
+    """The same failure as an instance of the one subclass for its IDs and line.
+
+    Hypothesis tells failures apart by exception type and raise location, and every `expect`
+    raises from the same line: a class per key makes each distinct failure its own bug, shrunk
+    and reported separately, while the same assertion failing with other values stays one.
+    """
+    key = (tuple(sorted(set(failure.requirements))), filename, line)
+    cls = _KEYED.get(key)
+    if cls is None:
+        where = f"{filename.rsplit('/', 1)[-1]}:{line}"
+        name = f"CheckFailure[{', '.join(key[0])} at {where}]"
+        cls = _KEYED[key] = type(name, (CheckFailure,), {"key": key, "__module__": __name__})
+    copy = cls.__new__(cls)
+    copy.__dict__.update(failure.__dict__)
+    copy.args = failure.args
+    copy.__cause__ = failure.__cause__
+    return copy
 
 
 class NotApplicable(ArckError):

@@ -15,7 +15,7 @@ from arck.conformance.errors import (
     NotTestable,
     TargetUnreachable,
 )
-from arck.reports.model import CheckResult, RequirementRow, Status
+from arck.reports.model import CheckResult, Failure, RequirementRow, Status
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -30,19 +30,36 @@ def strongest_level(requirements: Iterable[Requirement]) -> str:
     return "core"
 
 
-def check_failure(exc: BaseException | None) -> CheckFailure | None:
-    """The CheckFailure behind an exception, also inside a group.
+def check_failures(exc: BaseException | None) -> list[CheckFailure]:
+    """Every distinct CheckFailure behind an exception, also inside (nested) groups.
 
-    Hypothesis reports a failure that did not reproduce on replay as a FlakyFailure group; for a
-    non-deterministic target (BUD-14) that is the very defect, so it stays a failure.
+    Hypothesis reports distinct failures as a group, and a failure that did not reproduce on
+    replay as a FlakyFailure group; for a non-deterministic target (BUD-14) that is the very
+    defect, so it stays a failure. A group holding anything else is not a clean failure: [].
+    Failures of one key (see `errors.keyed`) count once; the order is the check's own, by line.
     """
     if isinstance(exc, CheckFailure):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        found = [check_failure(e) for e in exc.exceptions]
-        if found and all(f is not None for f in found):
-            return found[0]
-    return None
+        return [exc]
+    if not isinstance(exc, BaseExceptionGroup):
+        return []
+    found: dict[object, CheckFailure] = {}
+    for inner in exc.exceptions:
+        failures = check_failures(inner)
+        if not failures:
+            return []
+        for failure in failures:
+            found.setdefault(type(failure).key or id(failure), failure)
+    return sorted(found.values(), key=_position)
+
+
+def _position(failure: CheckFailure) -> tuple[str, int, tuple[str, ...]]:
+    key = type(failure).key
+    return ("", 0, tuple(failure.requirements)) if key is None else (key[1], key[2], key[0])
+
+
+def check_failure(exc: BaseException | None) -> CheckFailure | None:
+    """The first of `check_failures`, or None."""
+    return next(iter(check_failures(exc)), None)
 
 
 def classify(exc: BaseException | None, level: str) -> tuple[Status, str]:
@@ -71,21 +88,30 @@ def requirement_matrix(
     profile: str,
     holding: Collection[str] = (),
 ) -> list[RequirementRow]:
-    """One row per requirement; `holding`: IDs whose baseline entry's counterexample still fails."""
+    """One row per requirement; `holding`: IDs whose baseline entry's counterexample still fails.
+
+    A requirement outside `--requirements` is still judged when a check that ran covers it: the
+    check judged it either way. Only one no check in the run covers is "not selected".
+    """
     rows: list[RequirementRow] = []
     for req in catalogue.requirements:
         covering = [c for c in checks if req.id in c.requirements]
         row = RequirementRow(req.id, req.level, req.area, req.text, Status.NOT_COVERED)
         row.checks = [c.check_id for c in covering]
-        if req.id not in selected:
-            row.reason = "not selected by --requirements"
-        elif not covering:
-            row.reason = req.pending or "no check covers it yet"
+        if not covering:
+            selected_here = req.id in selected
+            row.reason = (req.pending or "no check covers it yet") if selected_here else (
+                "not selected by --requirements"
+            )
         else:
             row.status, row.reason = _aggregate(req, covering, profile)
             if row.status is Status.PASS and req.id in holding:
                 row.status = Status.KNOWN_FAILURE
                 row.reason = "the baseline's stored counterexample still fails"
+            if req.id not in selected:
+                judged = f"not selected by --requirements; judged by {', '.join(row.checks)}, " \
+                         "which ran for the selected requirements"
+                row.reason = f"{row.reason}; {judged}" if row.reason else judged
         rows.append(row)
     return rows
 
@@ -93,29 +119,56 @@ def requirement_matrix(
 def _aggregate(req: Requirement, covering: list[CheckResult], profile: str) -> tuple[Status, str]:
     if req.level == "profile" and profile != "reference":
         return Status.NOT_APPLICABLE, PROFILE_NOT_DECLARED
-    # A check stops at its first failure: when that failure named other requirements, this
-    # one was not judged by it. It is not reported failed for another's defect.
-    failed = [c for c in covering if c.status in (Status.FAIL, Status.WARN) and _names(c, req)]
-    if failed:
+    # Each failure counts against the requirements it named. A check stops at a failure on
+    # that input: a requirement no failure named was not judged there, and is not reported
+    # failed for another's defect.
+    failing = [c for c in covering if c.status in (Status.FAIL, Status.WARN)]
+    new = [c for c in failing if _naming(c, req, known=False)]
+    if new:
         status = Status.WARN if req.level == "recommended" else Status.FAIL
-        return status, ", ".join(c.check_id for c in failed)
+        return status, ", ".join(_which(c, req, known=False) for c in new)
     stuck = [c for c in covering if c.status is Status.NOT_TESTABLE]
-    stopped = [c for c in covering if c.status in (Status.FAIL, Status.WARN)]
+    stopped = [c for c in failing if not _naming(c, req, known=True)]
     if stuck or stopped:
         reasons = [c.check_id for c in stuck] + [_stopped(c) for c in stopped]
         return Status.NOT_TESTABLE, ", ".join(reasons)
-    known = [c for c in covering if c.status is Status.KNOWN_FAILURE]
+    known = [c for c in covering if c.status is Status.KNOWN_FAILURE or c in failing]
     if known:
-        reasons = [c.check_id if _names(c, req) else _stopped(c) for c in known]
+        reasons = [_which(c, req, known=True) if _naming(c, req, known=True) else _stopped(c)
+                   for c in known]
         return Status.KNOWN_FAILURE, ", ".join(reasons)
     if {c.status for c in covering} == {Status.NOT_APPLICABLE}:
         return Status.NOT_APPLICABLE, covering[0].message
     return Status.PASS, ""
 
 
-def _names(check: CheckResult, req: Requirement) -> bool:
-    """Whether a failed check's failure was about `req` (one naming nothing counts for all)."""
-    return not check.failed or req.id in check.failed
+def _failures(check: CheckResult) -> list[Failure]:
+    """A check's failures; one made from the top-level fields for results without the list."""
+    if check.failures:
+        return check.failures
+    known = check.status is Status.KNOWN_FAILURE
+    return [Failure(check.failed, check.message, known=known)]
+
+
+def _names(failure: Failure, req: Requirement) -> bool:
+    """Whether a failure was about `req` (one naming nothing counts for all)."""
+    return not failure.requirements or req.id in failure.requirements
+
+
+def _naming(check: CheckResult, req: Requirement, *, known: bool) -> list[int]:
+    """Positions (1-based) of the check's failures naming `req`: only new ones, or any."""
+    return [i for i, f in enumerate(_failures(check), 1)
+            if _names(f, req) and (known or not f.known)]
+
+
+def _which(check: CheckResult, req: Requirement, *, known: bool) -> str:
+    """The check, and which of its failures named `req` when it has several."""
+    positions = _naming(check, req, known=known)
+    total = len(_failures(check))
+    if total == 1:
+        return check.check_id
+    label = "failure" if len(positions) == 1 else "failures"
+    return f"{check.check_id} ({label} {', '.join(map(str, positions))} of {total})"
 
 
 def _stopped(check: CheckResult) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 import arck.conformance.checks as checks_package
 from arck.conformance.coverage import check_id, requirement_ids
-from arck.reports.model import CheckResult, Status
+from arck.reports.model import CheckResult, Failure, Status
 
 RESULT_ATTR = "arck_result"  # the attribute of a TestReport that carries a CheckResult
 SEED_KEY = "arck_seed"
@@ -57,9 +57,19 @@ def encode(result: CheckResult) -> str:
     data = dataclasses.asdict(result)
     try:
         return json.dumps(data, ensure_ascii=True, allow_nan=True, default=repr)
-    except ValueError:  # an integer in the example beyond Python's 4,300-digit str limit
-        data["example"] = "(too large to carry between processes; see the case file)"
+    except ValueError:  # an integer in an example beyond Python's 4,300-digit str limit
+        for holder in (data, *data["failures"]):
+            if not _carried(holder["example"]):
+                holder["example"] = "(too large to carry between processes; see the case file)"
         return json.dumps(data, ensure_ascii=True, allow_nan=True, default=repr)
+
+
+def _carried(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=True, default=repr)
+    except ValueError:
+        return False
+    return True
 
 
 def decode(text: str) -> CheckResult:
@@ -67,6 +77,7 @@ def decode(text: str) -> CheckResult:
     fields = {f.name for f in dataclasses.fields(CheckResult)}
     values = {k: v for k, v in data.items() if k in fields}
     values["status"] = Status(values["status"])
+    values["failures"] = [Failure(**f) for f in values.get("failures", [])]
     return CheckResult(**values)
 
 

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, settings
 
 import arck
 from arck.conformance import baseline as baselines
-from arck.conformance import catalogue, coverage, outcomes, parallel
+from arck.conformance import catalogue, coverage, inputs, outcomes, parallel
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
 from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, RunStarted
 from arck.conformance.parallel import RESULT_ATTR
-from arck.reports.model import CheckResult, RunReport, Status
+from arck.reports.model import CheckResult, Failure, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
 from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import HttpTarget, Target
@@ -259,15 +259,16 @@ class ArckRun:
             duration_s=round(call.duration, 3),
             examples=self._context.examples if self._context else None,
         )
-        failure = outcomes.check_failure(exc)
-        if failure is not None or self.case is not None:  # a replay always shows its requests
+        failures = outcomes.check_failures(exc)
+        if failures or self.case is not None:  # a replay always shows its requests
             result.exchanges = [e.reproduction() for e in getattr(self.target, "recent", ())]
-        if failure is not None:
-            result.failed = sorted(set(failure.requirements))
-            self._keep_case(item, failure, result)
-            if self.baseline is not None and self.baseline.known(result.check_id, result.failed):
+        if failures:
+            self._record_failures(item, failures, result)
+            message = result.message
+            if all(f.known for f in result.failures):
                 result.status = status = Status.KNOWN_FAILURE
-                result.message = f"known failure (baseline {self.baseline_path}): {message}"
+                result.message = message = f"known failure (baseline {self.baseline_path}): " \
+                                           f"{message}"
         item.user_properties.append(("arck_status", status.value))
         setattr(report, RESULT_ATTR, parallel.encode(result))
         if status in (Status.NOT_APPLICABLE, Status.KNOWN_FAILURE):
@@ -465,18 +466,53 @@ class ArckRun:
             raise pytest.UsageError(f"--arck-case {path}: not an arck case file")
         return data
 
-    def _keep_case(self, item: pytest.Item, failure: CheckFailure, result: CheckResult) -> None:
-        text = json.dumps(failure.example, ensure_ascii=True, allow_nan=True, default=repr)
-        result.example = (
-            failure.example
-            if len(text) <= MAX_EXAMPLE_CHARS
-            else f"({len(text)} characters; see the case file)"
-        )
+    def _record_failures(
+        self, item: pytest.Item, failures: list[CheckFailure], result: CheckResult
+    ) -> None:
+        """One `Failure` and one case file for each distinct failure; the first one's fields
+        also stand at the top level, as they did when a check reported only one."""
+        for number, failure in enumerate(failures, 1):
+            requirements = sorted(set(failure.requirements))
+            kind = "" if failure.example is None else inputs.describe(failure.example)
+            message = str(failure) + (f" Input: {kind}." if kind else "")
+            exchanges = result.exchanges if failure.exchanges is None else failure.exchanges
+            known = self.baseline is not None and self.baseline.known(
+                result.check_id, requirements
+            )
+            entry = Failure(requirements, message, self._shown(failure.example), kind,
+                            exchanges=exchanges, known=known)
+            self._keep_case(item, failure, result, entry, number)
+            result.failures.append(entry)
+        first = result.failures[0]
+        result.failed = sorted({rid for f in result.failures for rid in f.requirements})
+        result.message = first.message
+        result.example, result.exchanges = first.example, first.exchanges
+        result.case_file, result.replay = first.case_file, first.replay
+
+    @staticmethod
+    def _shown(example: Any) -> Any:
+        """The example as the report shows it: whole, or a pointer to the case file."""
+        text = json.dumps(example, ensure_ascii=True, allow_nan=True, default=repr)
+        if len(text) <= MAX_EXAMPLE_CHARS:
+            return example
+        return f"({len(text)} characters; see the case file)"
+
+    def _keep_case(
+        self,
+        item: pytest.Item,
+        failure: CheckFailure,
+        result: CheckResult,
+        entry: Failure,
+        number: int,
+    ) -> None:
+        """Write `<check>.json` (`<check>-2.json`, … for further failures), replayable alone."""
         if self.report_dir is None:
             return
         cases = self.report_dir / "cases"
         cases.mkdir(parents=True, exist_ok=True)
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.check_id) + ".json"
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.check_id)
+        name = f"{stem}.json" if number == 1 else f"{stem}-{number}.json"
+        text = json.dumps(failure.example, ensure_ascii=True, allow_nan=True, default=repr)
         record = {
             "arck_case": 1,
             "check": item.name,
@@ -484,17 +520,17 @@ class ArckRun:
             "requirements": result.requirements,
             "seed": self.seed,
             "target_profile": self.target.info.profile,
-            "message": result.message,
-            "failed": result.failed,
+            "message": entry.message,
+            "failed": entry.requirements,
+            "input": entry.input_kind,
             "case": json.loads(text),
-            "exchanges": result.exchanges,
+            "exchanges": entry.exchanges,
         }
         (cases / name).write_text(
             json.dumps(record, ensure_ascii=True, allow_nan=True, indent=1), "utf-8"
         )
-        result.case_file = f"cases/{name}"
-        case_path = self.report_dir / "cases" / name
-        result.replay = f"arck replay {case_path} {self.replay_target_flag()}"
+        entry.case_file = f"cases/{name}"
+        entry.replay = f"arck replay {cases / name} {self.replay_target_flag()}"
 
 
 class _watchdog:

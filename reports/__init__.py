@@ -5,22 +5,33 @@ Imports nothing else from arck: `conformance` fills in a `RunReport` and hands i
 
 from __future__ import annotations
 
-from arck.reports.html import check_anchor, render_html, write_html
+from arck.reports.html import (
+    BAR_ORDER,
+    VERDICTS,
+    area_counts,
+    check_anchor,
+    render_html,
+    write_html,
+)
 from arck.reports.json_report import SCHEMA_VERSION, render_json, report_schema, write_json
 from arck.reports.junit import JUNIT_OUTCOMES, Outcome, render_junit, write_junit
-from arck.reports.model import CheckResult, RequirementRow, RunReport, Status
+from arck.reports.model import CheckResult, Failure, RequirementRow, RunReport, Status
 from arck.reports.writers import REPORT_FILES, Writer, write_all
 
 __all__ = [
+    "BAR_ORDER",
     "JUNIT_OUTCOMES",
     "REPORT_FILES",
     "SCHEMA_VERSION",
+    "VERDICTS",
     "CheckResult",
+    "Failure",
     "Outcome",
     "RequirementRow",
     "RunReport",
     "Status",
     "Writer",
+    "area_counts",
     "check_anchor",
     "render_html",
     "render_json",

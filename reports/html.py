@@ -1,8 +1,10 @@
-"""One self-contained HTML page for people: header, requirement matrix, failures.
+"""One self-contained HTML page for people: the run at a glance, failures, then the matrix.
 
-Everything is inline (CSS, a few lines of JS), so the file can be mailed, attached to a CI run
-or opened offline. Jinja2 autoescapes every value: messages and examples are test inputs and
-may hold markup.
+The page opens with requirements per area as stacked bars, then every failure with what an
+implementer acts on (message, kind of input, minimal example, replay command), and only then
+the matrix. Everything is inline (CSS, a few lines of JS), so the file can be mailed, attached
+to a CI run or opened offline. Jinja2 autoescapes every value: messages and examples are test
+inputs and may hold markup.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from arck.reports._text import pretty_json, visible, write_bytes
-from arck.reports.model import CheckResult, RunReport, Status
+from arck.reports.model import CheckResult, Failure, RunReport, Status
 
 # Most urgent first: the order of the summary, of the failures section and of status sorting.
 _ORDER = (
@@ -29,6 +32,17 @@ _ORDER = (
     Status.PASS,
 )
 _DETAILED = frozenset({Status.FAIL, Status.NOT_TESTABLE, Status.WARN, Status.KNOWN_FAILURE})
+# The segments of an area's bar, good news first.
+BAR_ORDER = (
+    Status.PASS,
+    Status.FAIL,
+    Status.WARN,
+    Status.KNOWN_FAILURE,
+    Status.NOT_TESTABLE,
+    Status.NOT_APPLICABLE,
+    Status.NOT_COVERED,
+)
+VERDICTS = {0: "conformant", 1: "not conformant", 2: "not judged"}
 
 
 def check_anchor(check_id: str) -> str:
@@ -52,6 +66,9 @@ def render_html(report: RunReport) -> str:
         anchors={c.check_id: check_anchor(c.check_id) for c in detailed},
         failures=[_entry(c) for c in detailed],
         checks=sorted(report.checks, key=lambda c: _ORDER.index(c.status)),
+        bar_order=[s.value for s in BAR_ORDER],
+        areas=area_counts(report),
+        verdict=VERDICTS.get(report.exit_code, "not judged"),
     )
     return visible(page)  # lone surrogates, NUL and ESC from inputs shown as \uXXXX
 
@@ -70,14 +87,50 @@ def _template() -> jinja2.Template:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["breakable"] = _breakable
     return env.get_template("report.html.j2")
 
 
+def _breakable(text: str) -> markupsafe.Markup:
+    """Text escaped, with line-break chances after `/` and `_` (check ids in narrow cells)."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(re.sub(r"([/_])", r"\1<wbr>", escaped))
+
+
+def area_counts(report: RunReport) -> list[tuple[str, dict[str, int]]]:
+    """Requirements per area and status, areas in the order the report lists them."""
+    areas: dict[str, dict[str, int]] = {}
+    for row in report.requirements:
+        counts = areas.setdefault(row.area, dict.fromkeys((s.value for s in BAR_ORDER), 0))
+        counts[row.status.value] = counts.get(row.status.value, 0) + 1
+    return list(areas.items())
+
+
 def _entry(check: CheckResult) -> dict[str, Any]:
+    anchor = check_anchor(check.check_id)
+    failures = check.failures or [
+        Failure(check.failed, check.message, check.example, "", check.case_file, check.replay,
+                check.exchanges)
+    ]
     return {
         "check": check,
-        "anchor": check_anchor(check.check_id),
-        "example": None if check.example is None else pretty_json(check.example),
+        "anchor": anchor,
+        "failures": [_failure(f, f"{anchor}-{i}") for i, f in enumerate(failures, 1)],
+        "count": len(failures),
+    }
+
+
+def _failure(failure: Failure, anchor: str) -> dict[str, Any]:
+    # The input kind gets its own line on the page; the message repeats it for other readers.
+    suffix = f" Input: {failure.input_kind}."
+    message = failure.message
+    if failure.input_kind and message.endswith(suffix):
+        message = message[: -len(suffix)]
+    return {
+        "failure": failure,
+        "anchor": anchor,
+        "message": message,
+        "example": None if failure.example is None else pretty_json(failure.example),
     }
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from arck.reports._text import pretty_json, visible, write_bytes
 from arck.reports.model import CheckResult, RequirementRow, RunReport, Status
@@ -116,6 +117,8 @@ def _check_case(suite: ET.Element, report: RunReport, check: CheckResult) -> Sta
         _sub(props, "property", name="replay", value=check.replay)
     outcome = JUNIT_OUTCOMES[check.status]
     message = outcome.prefix + check.message
+    if (more := len(check.failures) - 1) > 0:
+        message += f" (and {more} more distinct failure{'s' if more > 1 else ''})"
     if outcome.tag == "system-out":
         _sub(case, "system-out", _details(report, check, message))
     elif outcome.tag == "skipped":
@@ -141,16 +144,29 @@ def _gap_case(suite: ET.Element, row: RequirementRow) -> Status:
 
 
 def _details(report: RunReport, check: CheckResult, headline: str) -> str:
-    """What H-02 asks of a failure report: requirement, minimal input, seed, replay command."""
+    """What H-02 asks of a failure report: requirement, minimal input, seed, replay command;
+    for each distinct failure when the check failed in several ways."""
     lines = [headline, "", "Requirements: " + ", ".join(check.requirements)]
     lines.append("Seed: " + ("none" if report.seed is None else str(report.seed)))
-    if check.example is not None:
-        lines += ["Minimal example:", pretty_json(check.example)]
-    if check.case_file:
-        lines.append("Case file: " + check.case_file)
-    if check.replay:
-        lines.append("Replay: " + check.replay)
+    if len(check.failures) > 1:
+        for number, failure in enumerate(check.failures, 1):
+            lines += ["", f"Failure {number} of {len(check.failures)} "
+                      f"[{', '.join(failure.requirements)}]: {failure.message}"]
+            lines += _evidence(failure.example, failure.case_file, failure.replay)
+    else:
+        lines += _evidence(check.example, check.case_file, check.replay)
     return "\n".join(lines)
+
+
+def _evidence(example: Any, case_file: str | None, replay: str | None) -> list[str]:
+    lines = []
+    if example is not None:
+        lines += ["Minimal example:", pretty_json(example)]
+    if case_file:
+        lines.append("Case file: " + case_file)
+    if replay:
+        lines.append("Replay: " + replay)
+    return lines
 
 
 def _wall_time(report: RunReport) -> float:

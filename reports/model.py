@@ -24,8 +24,26 @@ class Status(StrEnum):
 
 
 @dataclass
+class Failure:
+    """One distinct failure of a check: a requirement broken at one place, on its own input."""
+
+    requirements: list[str]  # the requirement IDs this failure named
+    message: str  # expected / seen / next step, and what kind of input showed it
+    example: Any = None  # the minimal (shrunk) failing input, JSON-able
+    input_kind: str = ""  # the traits of that input, e.g. "escape-heavy; deep (12 levels)"
+    case_file: str | None = None  # path of its saved case, relative to the report dir
+    replay: str | None = None  # one shell line that replays it
+    exchanges: list[str] = field(default_factory=list)  # curl lines of this input's HTTP
+    known: bool = False  # accepted in the run's baseline file
+
+
+@dataclass
 class CheckResult:
-    """The outcome of one check (one pytest item)."""
+    """The outcome of one check (one pytest item).
+
+    A check can fail in several distinct ways (`failures`); the top-level message, example,
+    case file, replay and exchanges are those of the first, and `failed` names the IDs of all.
+    """
 
     check_id: str  # stable id, e.g. "budget/test_projection_fits_budget"
     name: str
@@ -36,9 +54,10 @@ class CheckResult:
     case_file: str | None = None  # path of the saved case, relative to the report dir
     replay: str | None = None  # one shell line that replays this failure
     duration_s: float = 0.0
-    failed: list[str] = field(default_factory=list)  # the requirement IDs the failure named
+    failed: list[str] = field(default_factory=list)  # the requirement IDs the failures named
     examples: int | None = None  # inputs tried (property checks); None for one-shot checks
     exchanges: list[str] = field(default_factory=list)  # curl lines of the failing input's HTTP
+    failures: list[Failure] = field(default_factory=list)  # every distinct failure, first first
 
 
 @dataclass

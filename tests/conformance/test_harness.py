@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from pathlib import Path
 
 import pytest
 import respx
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from arck.conformance import catalogue, outcomes
+from arck.conformance.checking import expect, property_check
+from arck.conformance.context import CheckContext
 from arck.conformance.coverage import coverage
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, NotTestable
-from arck.reports.model import CheckResult, Status
+from arck.reports.model import CheckResult, Failure, Status
 from arck.simulator.errors import UsageError
 from arck.simulator.factory import build_target, verify_credentials
 from arck.simulator.target import Exchange, RateLimiter
@@ -209,3 +214,90 @@ def test_credentials_from_a_target_file_are_not_probed(tmp_path: Path) -> None:
         verify_credentials(target)  # the user's own tokens: each check says what it saw
         assert not route.called
         target.close()
+
+
+# -- distinct failures, their own exchanges, the matrix over failures ----------------------------
+
+
+class _Recorder:
+    """Just enough of a target for a check: every `send` is kept in `recent`, as HttpTarget does."""
+
+    def __init__(self) -> None:
+        self.recent: deque[Exchange] = deque(maxlen=6)
+
+    def send(self, case: int) -> None:
+        self.recent.append(Exchange("POST", f"http://target.invalid/{case}", None, 200, b"{}"))
+
+
+@property_check("BUD-03", "BUD-07", cases=st.integers(0, 1000))
+def _breaks_two(ctx: CheckContext, case: int) -> None:
+    ctx.target.send(case)  # type: ignore[attr-defined]
+    expect(case < 500, "BUD-07", "case < 500", f"case == {case}")  # other numbers, one failure
+    expect(case % 2 == 0, "BUD-03", "an even case", f"case == {case}")
+
+
+def _two_failures() -> list[CheckFailure]:
+    ctx = CheckContext(_Recorder(), seed=3,  # type: ignore[arg-type]
+                       settings=settings(max_examples=100, database=None, deadline=None))
+    with pytest.raises(BaseExceptionGroup) as raised:
+        _breaks_two(ctx, None)
+    return outcomes.check_failures(raised.value)
+
+
+def test_each_distinct_failure_is_shrunk_and_reported_with_its_own_exchanges() -> None:
+    failures = _two_failures()
+    assert [f.requirements for f in failures] == [("BUD-07",), ("BUD-03",)]  # in source order
+    assert [f.example for f in failures] == [500, 1]  # each shrunk on its own
+    # only the failing input's own exchange, not those of earlier examples
+    assert [f.exchanges for f in failures] == [
+        [Exchange("POST", f"http://target.invalid/{n}", None, 200, b"{}").reproduction()]
+        for n in (500, 1)
+    ]
+    keys = [type(f).key for f in failures]
+    assert all(k is not None and k[1] == __file__ for k in keys)  # the check's own line
+    assert keys[0] != keys[1]
+
+
+def test_check_failures_sees_into_groups() -> None:
+    one, two = _two_failures()
+    grouped = ExceptionGroup("two", [two, ExceptionGroup("flaky", [one])])
+    assert outcomes.check_failures(grouped) == [one, two]
+    assert outcomes.classify(grouped, "core") == (Status.FAIL, str(one))
+    assert outcomes.check_failures(ExceptionGroup("again", [one, one])) == [one]
+    assert outcomes.check_failures(ExceptionGroup("mixed", [one, KeyError("x")])) == []
+
+
+def _two_ways(known: tuple[bool, bool]) -> CheckResult:
+    status = Status.KNOWN_FAILURE if all(known) else Status.FAIL
+    failures = [Failure(["BUD-04"], "a", known=known[0]), Failure(["BUD-07"], "b", known=known[1])]
+    return CheckResult("budget/test_bytes", "test_bytes", ["BUD-04", "BUD-06", "BUD-07"], status,
+                       failed=["BUD-04", "BUD-07"], failures=failures)
+
+
+def test_each_requirement_counts_against_the_failures_that_named_it() -> None:
+    cat = catalogue.load()
+    everything = set(cat.ids())
+    rows = {r.id: r for r in outcomes.requirement_matrix(
+        cat, [_two_ways((False, False))], everything, "reference")}
+    assert rows["BUD-04"].status is Status.FAIL
+    assert rows["BUD-04"].reason == "budget/test_bytes (failure 1 of 2)"
+    assert rows["BUD-07"].reason == "budget/test_bytes (failure 2 of 2)"
+    assert rows["BUD-06"].status is Status.NOT_TESTABLE  # named by neither
+    # one failure known to the baseline, the other new: each requirement gets its own
+    rows = {r.id: r for r in outcomes.requirement_matrix(
+        cat, [_two_ways((True, False))], everything, "reference")}
+    assert (rows["BUD-04"].status, rows["BUD-07"].status) == (Status.KNOWN_FAILURE, Status.FAIL)
+
+
+def test_a_requirement_outside_the_selection_is_judged_by_a_check_that_ran() -> None:
+    cat = catalogue.load()
+    ran = [CheckResult("budget/test_fits", "test_fits", ["BUD-03", "BUD-07"], Status.PASS),
+           _two_ways((False, False))]
+    rows = {r.id: r for r in outcomes.requirement_matrix(cat, ran, {"BUD-07"}, "reference")}
+    assert rows["BUD-03"].status is Status.PASS
+    assert "judged by budget/test_fits" in rows["BUD-03"].reason
+    assert "not selected" in rows["BUD-03"].reason
+    assert rows["BUD-04"].status is Status.FAIL  # unselected, but a selected check broke it
+    assert rows["BUD-04"].reason.startswith("budget/test_bytes (failure 1 of 2); not selected")
+    assert rows["BUD-01"].status is Status.NOT_COVERED  # no check that ran covers it
+    assert rows["BUD-01"].reason == "not selected by --requirements"

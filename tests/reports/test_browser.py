@@ -1,4 +1,5 @@
-"""The HTML report in a real, offline Chromium: matrix, failure links, filter, no network.
+"""The HTML report in a real, offline Chromium: layout at 1,280 px, the per-area picture,
+failures before the matrix, failure links, filter, no network.
 
 Needs a Chromium binary (`apt-get install chromium` gives /usr/bin/chromium; CHROMIUM overrides
 the path). Without one the test skips, unless ARCK_REQUIRE_BROWSER=1 (as in `.ci/run`).
@@ -24,7 +25,7 @@ from playwright.sync_api import (
 )
 from test_writers import make_report
 
-from arck.reports import Status, check_anchor, write_all
+from arck.reports import BAR_ORDER, RunReport, Status, area_counts, check_anchor, write_all
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Needed on a closed network: no GPU, no QUIC, and none of Chromium's own background fetches.
@@ -41,6 +42,8 @@ CHROMIUM_ARGS = [
 FAILING_CHECK = "budget/test_projection_cut"
 FAILING_REQ = "BUD-07"
 MIN_PNG_BYTES = 20_000
+VIEWPORT = {"width": 1280, "height": 900}
+LONG_EXAMPLE = {"log": "x" * 3000, "curl": "curl " + "-H 'X: y' " * 300, "key": "k" * 500}
 
 
 @pytest.fixture
@@ -53,7 +56,7 @@ def page() -> Iterator[Page]:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(offline=True, viewport={"width": 1280, "height": 600})
+            context = browser.new_context(offline=True, viewport=VIEWPORT)
             page = context.new_page()
             page.set_default_timeout(10_000)
             yield page
@@ -71,14 +74,26 @@ def _in_viewport(page: Page, selector: str) -> bool:
     return bool(
         page.eval_on_selector(
             selector,
+            # -1: a scrolled-to anchor can sit a fraction of a pixel above the top
             """el => { const r = el.getBoundingClientRect();
-                       return r.top >= 0 && r.top < window.innerHeight && r.bottom > 0; }""",
+                       return r.top >= -1 && r.top < window.innerHeight && r.bottom > 0; }""",
         )
     )
 
 
-def test_report_in_browser(page: Page, tmp_path: Path) -> None:
+def _long_report() -> RunReport:
+    """The writers' report, with unbreakable example text, curl lines and requirement text."""
     report = make_report()
+    failing = next(c for c in report.checks if c.check_id == FAILING_CHECK)
+    failing.failures[1].example = LONG_EXAMPLE
+    failing.failures[1].exchanges = [LONG_EXAMPLE["curl"]]
+    report.requirements[0].text = "w" * 400
+    report.requirements[0].reason = "budget/" + "test_" * 60
+    return report
+
+
+def test_report_in_browser(page: Page, tmp_path: Path) -> None:
+    report = _long_report()
     statuses = {r.status for r in report.requirements}
     assert {Status.PASS, Status.FAIL, Status.WARN, Status.NOT_COVERED} <= statuses
     failing = next(c for c in report.checks if c.check_id == FAILING_CHECK)
@@ -116,6 +131,38 @@ def test_report_in_browser(page: Page, tmp_path: Path) -> None:
     page.route("**/*", on_route)
     page.goto(html.as_uri(), wait_until="load")
 
+    # no sideways scrolling at 1,280 px: long text wraps or scrolls inside its own box
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
+    page.locator("details.exchanges summary").last.click()  # open the long curl line too
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
+
+    # the picture of the run: one stacked bar per area, its counts readable, with a legend
+    shown = page.locator("#areas .bar").evaluate_all(
+        """bars => bars.map(b => [b.dataset.area, Array.from(b.querySelectorAll('.seg'))
+                 .map(s => [s.dataset.status, Number(s.textContent)])])"""
+    )
+    want = [[area, [[s, n] for s, n in counts.items() if n]] for area, counts in
+            area_counts(report)]
+    assert shown == want
+    assert [area for area, _ in want] == ["budget", "context", "dry-run", "executor", "auth"]
+    for seg in page.locator("#areas .seg").all():
+        expect(seg).to_be_visible()
+        box = seg.bounding_box()
+        assert box is not None
+        assert box["width"] >= 20  # room for its number
+    expect(page.locator(".legend li")).to_have_count(len(BAR_ORDER))
+
+    # failures come first: right after the header, before the matrix
+    order = page.evaluate(
+        """() => ['header', '#failures', '#matrix'].map(
+                s => document.querySelector(s).getBoundingClientRect().top + window.scrollY)"""
+    )
+    assert order == sorted(order)
+    first_section = page.evaluate(
+        "document.querySelector('header').nextElementSibling.id"
+    )
+    assert first_section == "failures"
+
     # the matrix: one row per requirement, in report order
     matrix = page.locator("#matrix")
     expect(matrix).to_be_visible()
@@ -130,20 +177,29 @@ def test_report_in_browser(page: Page, tmp_path: Path) -> None:
         expect(page.locator(f"#req-{r.id} td.req-text")).to_have_text(r.text)
         expect(page.locator(f"#req-{r.id} td.req-text")).to_be_visible()
 
-    # the failure entry: message, example, case file, replay command
+    # the failure entry: each distinct failure with message, input kind, example, case file,
+    # replay command
     anchor = check_anchor(FAILING_CHECK)
     entry = page.locator(f"section#{anchor}")
     expect(entry).to_be_visible()
-    expect(entry.locator("pre.message")).to_contain_text("expected 512 bytes, saw 600")
-    expect(entry.locator("pre.example")).to_contain_text('"emoji"')
+    expect(entry.locator("div.failure")).to_have_count(len(failing.failures))
+    expect(entry.locator("pre.message").first).to_contain_text("expected 512 bytes, saw 600")
+    expect(entry.locator("pre.example").first).to_contain_text('"emoji"')
     expect(entry).to_contain_text(failing.case_file)
-    expect(entry.locator("code.replay")).to_have_text(failing.replay)
+    expect(entry.locator("code.replay").first).to_have_text(failing.replay)
+    for i, failure in enumerate(failing.failures):
+        shown_failure = entry.locator("div.failure").nth(i)
+        expect(shown_failure.locator("p.input")).to_contain_text(failure.input_kind)
+        expect(shown_failure.locator("code.replay")).to_have_text(failure.replay or "")
+        expect(shown_failure.locator("pre.example")).to_be_visible()
     assert page.locator("script").count() == 1  # only the report's own inline script
 
     page.screenshot(path=tmp_path / "report.png", full_page=True)
 
-    # the matrix link to the failing check targets and scrolls to its entry
-    assert not _in_viewport(page, f"#{anchor}"), "viewport too tall to show the scroll"
+    # the matrix link to the failing check targets and scrolls (back up) to its entry
+    page.locator(f"#req-{FAILING_REQ}").scroll_into_view_if_needed()
+    page.evaluate(f"document.getElementById('req-{FAILING_REQ}').scrollIntoView()")
+    assert not _in_viewport(page, f"#{anchor}"), "the entry must be out of view before the click"
     page.locator(f"#req-{FAILING_REQ} a[href='#{anchor}']").click()
     page.wait_for_function(f"location.hash === '#{anchor}'")
     assert page.evaluate("document.querySelector(':target')?.id") == anchor

@@ -18,11 +18,14 @@ from hypothesis import strategies as st
 
 import arck.reports
 from arck.reports import (
+    BAR_ORDER,
     JUNIT_OUTCOMES,
     CheckResult,
+    Failure,
     RequirementRow,
     RunReport,
     Status,
+    area_counts,
     check_anchor,
     render_html,
     render_json,
@@ -35,6 +38,8 @@ from arck.reports._text import visible
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 REPORTS_DIR = Path(arck.reports.__file__).parent
 NASTY = "😀 </pre><script>alert(1)</script> \ud800 \x00 \x1b[31m & ]]> \"'"
+CURL = ("curl -sS -X POST http://127.0.0.1:8000/v1/tools/dry-run --data-binary '{\"budget\": 512}'"
+        "\n# → 200 {}")
 HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -52,6 +57,30 @@ def make_report() -> RunReport:
             case_file="cases/budget-test_projection_cut.json",
             replay="arck replay cases/budget-test_projection_cut.json --seed 42",
             duration_s=1.5,
+            failed=["BUD-07", "BUD-08"],
+            exchanges=[CURL],
+            failures=[
+                Failure(
+                    ["BUD-07"],
+                    f"expected 512 bytes, saw 600: {NASTY}",
+                    {"result": NASTY, "emoji": "👨‍👩‍👧", "sizes": [1, 2.5, None, True]},
+                    "emoji (1, 2 ZWJs); a 600-byte result under a 512-byte budget",
+                    "cases/budget-test_projection_cut.json",
+                    "arck replay cases/budget-test_projection_cut.json --seed 42",
+                    [CURL],
+                ),
+                Failure(
+                    ["BUD-08"],
+                    "expected no U+FFFD; saw 1. Input: escape-heavy (40 escaped characters); "
+                    "a 1,100-byte result under a 1,024-byte budget.",
+                    ["\\n" * 20 + "x" * 400],
+                    "escape-heavy (40 escaped characters); a 1,100-byte result under a "
+                    "1,024-byte budget",
+                    "cases/budget-test_projection_cut-2.json",
+                    "arck replay cases/budget-test_projection_cut-2.json --seed 42",
+                    [CURL.replace("512", "1024")],
+                ),
+            ],
         ),
         CheckResult(
             "context/test_calibration",
@@ -191,12 +220,19 @@ def test_junit_counts_and_mapping() -> None:
     failure = failed.find("failure")
     assert failure is not None
     assert failure.get("type") == "arck.fail"
-    assert failure.get("message") == visible(f"expected 512 bytes, saw 600: {NASTY}")
+    assert failure.get("message") == visible(
+        f"expected 512 bytes, saw 600: {NASTY} (and 1 more distinct failure)"
+    )
     text = failure.text or ""
     assert "arck replay cases/budget-test_projection_cut.json --seed 42" in text
     assert '"emoji": "👨‍👩‍👧"' in text
     assert "Seed: 42" in text
     assert "BUD-07, BUD-08" in text
+    # every distinct failure: its IDs, message, example and replay command
+    assert "Failure 1 of 2 [BUD-07]: expected 512 bytes" in text
+    assert "Failure 2 of 2 [BUD-08]: expected no U+FFFD; saw 1. Input: escape-heavy" in text
+    assert "arck replay cases/budget-test_projection_cut-2.json --seed 42" in text
+    assert "Case file: cases/budget-test_projection_cut-2.json" in text
 
     warned = cases["arck.context", "test_calibration"]
     assert warned.find("failure") is None
@@ -279,6 +315,18 @@ def test_json_validates_and_round_trips() -> None:
     assert data["checks"][1]["message"] == report.checks[1].message  # surrogate and NUL intact
     assert data["checks"][1]["example"] == report.checks[1].example
     assert data["summary"] == report.summary()
+    failures = data["checks"][1]["failures"]
+    assert [f["requirements"] for f in failures] == [["BUD-07"], ["BUD-08"]]
+    assert failures[1]["case_file"] == "cases/budget-test_projection_cut-2.json"
+    assert failures[1]["input_kind"].startswith("escape-heavy")
+    assert failures[0]["example"] == data["checks"][1]["example"]
+
+
+def test_schema_describes_failures() -> None:
+    data = json.loads(render_json(make_report()))
+    del data["checks"][1]["failures"][1]["replay"]
+    with pytest.raises(jsonschema.ValidationError, match="replay"):
+        jsonschema.validate(data, report_schema())
 
 
 def test_schema_rejects_unknown_status() -> None:
@@ -349,6 +397,38 @@ def test_html_contents_and_escaping() -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
     assert not re.search(r"url\(|@import|<link\b", html, re.I)
     assert "http://127.0.0.1:8000" in html  # shown as text only
+
+
+def test_html_opens_with_areas_then_failures_then_matrix() -> None:
+    report = make_report()
+    html = render_html(report)
+    assert area_counts(report) == [
+        ("budget", _counts(pass_=1, fail=1)),
+        ("context", _counts(warn=1)),
+        ("dry-run", _counts(not_applicable=1)),
+        ("executor", _counts(not_testable=1)),
+        ("auth", _counts(not_covered=2)),
+    ]
+    bars = re.findall(r'<span class="seg s-(\w+)" data-status="\1"[^>]*>(\d+)</span>', html)
+    assert bars == [("pass", "1"), ("fail", "1"), ("warn", "1"), ("not_applicable", "1"),
+                    ("not_testable", "1"), ("not_covered", "2")]
+    at = {what: html.index(what) for what in ('id="areas"', 'id="failures"', 'id="matrix"')}
+    assert at['id="areas"'] < at['id="failures"'] < at['id="matrix"']
+    # each distinct failure with its input kind, replay command and example
+    for failure in report.checks[1].failures:
+        assert failure.replay is not None
+        assert f">{failure.replay}</code>" in html
+        assert failure.input_kind in html
+    assert "2 distinct failures" in html
+    assert "Failure 2 of 2 · BUD-08" in html
+    # the input kind has its own line, not repeated at the end of the message
+    assert "saw 1.</pre>" in html
+
+
+def _counts(**given: int) -> dict[str, int]:
+    counts = dict.fromkeys((s.value for s in BAR_ORDER), 0)
+    counts.update({k.rstrip("_"): v for k, v in given.items()})
+    return counts
 
 
 def test_html_without_failures() -> None:
