@@ -175,10 +175,12 @@ def _number_traits(numbers: list[int | float]) -> list[str]:
 
 def _digits(n: int) -> int:
     """Decimal digits of |n|, also beyond Python's 4,300-digit str() limit."""
-    bits = abs(n).bit_length()
-    if bits < 10_000:
-        return len(str(abs(n)))
-    return int(bits * math.log10(2)) + 1
+    n = abs(n)
+    if n.bit_length() < 10_000:
+        return len(str(n))
+    digits = int((n.bit_length() - 1) * math.log10(2)) + 1  # of the smallest n of this length
+    smallest_longer: int = 10**digits
+    return digits + 1 if n >= smallest_longer else digits
 
 
 def _escaped_size(s: str) -> int:
