@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import arck
-from arck.conformance import oracle
+from arck.conformance import catalogue, oracle
 from arck.conformance.errors import UsageError
 from arck.conformance.outcomes import EXIT_FAILED, EXIT_OK
 from arck.conformance.tooldesign import (
@@ -159,6 +159,7 @@ def document(outcome: Outcome) -> dict[str, Any]:
     return {
         "check": "arck check-tool",
         "arck": arck.__version__,
+        "protocol_revision": catalogue.load().revision,
         "target": {"name": info.name, "kind": info.kind, "location": info.location,
                    "profile": info.profile},
         "budget": outcome.budget,
@@ -261,5 +262,7 @@ def render(outcome: Outcome, console: Console) -> None:
         for note in s.notes:
             console.print(Text(f"  note: {note}", "dim"))
         console.print()
+    console.print(Text(f"judged against protocol revision {catalogue.load().revision} "
+                       "(preserved fields per BUD-22 on reference-profile targets)", "dim"))
     style = {"lost": "bold red", "visible": "bold green"}.get(outcome.verdict, "yellow")
     console.print(Text(message(outcome), style))

@@ -32,6 +32,8 @@ __all__ = [
     "multimodal_over_budget_cases",
     "multimodal_results",
     "over_budget_cases",
+    "preserved_quarter_cases",
+    "sized_string",
     "unencodable_results",
     "within_budget_cases",
 ]
@@ -145,8 +147,29 @@ def json_values(max_leaves: int = 10) -> st.SearchStrategy[Any]:
 Builder = Callable[[int, str], Any]  # (repeat count, ASCII pad) -> value; size linear in both
 
 
+# Units whose escaped cost differs from their character count: 1, 2, 3, 4 and 6 bytes.
+_SIZED_UNITS = ("a", "é", "中", "😀", "\\", '"', "\u0001", "\n")
+
+
+def sized_string(unit: str, total: int) -> str:
+    """A string whose canonical size (quotes included) is exactly ``total`` (>= 2) bytes:
+    as many ``unit``s as fit, then ASCII padding."""
+    text = unit * max(0, (total - 2) // escaped_size(unit))
+    return text + _filler(total - 2 - escaped_size(text))
+
+
+def _edge_scalars() -> st.SearchStrategy[Any]:
+    """Scalars at BUD-22's 128-byte limit: 126 to 131 canonical bytes, in every byte width,
+    and integers of 127 to 130 digits; they are preserved up to 128 bytes and never past it."""
+    return st.one_of(
+        st.builds(sized_string, st.sampled_from(_SIZED_UNITS), st.integers(126, 131)),
+        st.builds(lambda n, sign: sign * (10**n - 1), st.integers(127, 130),
+                  st.sampled_from((1, -1))),
+    )
+
+
 def _scalar_fields() -> st.SearchStrategy[dict[str, Any]]:
-    """Status-like fields, sometimes longer than BUD-22's 128 bytes."""
+    """Status-like fields, sometimes longer than BUD-22's 128 bytes, sometimes just at it."""
     cursor = st.one_of(
         st.text("abcdefXYZ0123456789-_=", min_size=1, max_size=40),
         adversarial_text(min_bytes=1, max_bytes=60),
@@ -154,13 +177,14 @@ def _scalar_fields() -> st.SearchStrategy[dict[str, Any]]:
     )
     return st.fixed_dictionaries(
         {
-            "next_cursor": cursor,
+            "next_cursor": st.one_of(cursor, _edge_scalars()),
             "status": st.sampled_from(("ok", "done", "pending", "failed", '"quoted"')),
             "has_more": st.booleans(),
             "id": st.one_of(
                 st.integers(0, 10**20), st.text("0123456789abcdef", min_size=1, max_size=32)
             ),
-        }
+        },
+        optional={"code": _edge_scalars(), "error": _edge_scalars()},
     )
 
 
@@ -224,7 +248,34 @@ def _deep_shape() -> st.SearchStrategy[Builder]:
     return st.builds(make, _units(), st.integers(1, 40), _scalar_fields())
 
 
-_SHAPES = (_string_shape, _array_shape, _object_shape, _pages_shape, _escapes_shape, _deep_shape)
+def _keyed_shape() -> st.SearchStrategy[Builder]:
+    """Records keyed by id in an object: every record's status-like fields are candidates
+    (`/records/r00001/status`), so the quarter-of-the-budget cap of BUD-22 decides."""
+
+    def make(record: dict[str, Any], f: dict[str, Any]) -> Builder:
+        return lambda n, pad: {**f, "records": {f"r{i:05d}": record for i in range(n)},
+                               "summary": pad}
+
+    record = st.dictionaries(
+        st.sampled_from(PRESERVED_KEYS),
+        st.one_of(_edge_scalars(), st.integers(0, 10**6), adversarial_text(max_bytes=40)),
+        min_size=1,
+        max_size=4,
+    )
+    return st.builds(make, record, _scalar_fields())
+
+
+def _text_blocks_shape() -> st.SearchStrategy[Builder]:
+    """`content` holding only text blocks: not multimodal, so projected as text-only."""
+
+    def make(unit: str, f: dict[str, Any]) -> Builder:
+        return lambda n, pad: {**f, "content": [{"type": "text", "text": unit}] * n, "note": pad}
+
+    return st.builds(make, _text_units(), _scalar_fields())
+
+
+_SHAPES = (_string_shape, _array_shape, _object_shape, _pages_shape, _escapes_shape, _deep_shape,
+           _keyed_shape, _text_blocks_shape)
 
 
 def _fit(build: Builder, target: int) -> Any:
@@ -268,6 +319,35 @@ def within_budget_cases(draw: st.DrawFn) -> tuple[int, Any]:
     small = json_values(max_leaves=8).filter(lambda v: size(v) <= budget)
     low = draw(st.sampled_from((budget, budget - 1, budget // 2, 2)))
     return budget, draw(st.one_of(large_results(low, budget), small))
+
+
+@st.composite
+def preserved_quarter_cases(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
+    """``(budget, result)`` whose preserved-field candidates fill floor(budget / 4) bytes of
+    `preserved_fields` exactly, or miss it by one byte either way (BUD-22).
+
+    Candidates sit at `/gNNN/<key>` in pointer order; the last sized one lands on the edge,
+    and a short `/g999/id` follows that fits only when the one before it was skipped: greedy
+    filling keeps it, filling in order and stopping does not.
+    """
+    budget = draw(budgets())
+    target = budget // 4 + draw(st.sampled_from((-1, 0, 1)))
+    unit = draw(st.sampled_from(_SIZED_UNITS))
+    key = draw(st.sampled_from(PRESERVED_KEYS))
+    result: dict[str, Any] = {}
+    total = 2  # the braces of preserved_fields
+    for i in range(999):
+        base = (1 if i else 0) + size(f"/g{i:03d}/{key}") + 1  # comma, "pointer", colon
+        remaining = target - total - base
+        last = remaining <= 128
+        value = remaining if last else 100  # leaves > 28 bytes: room for one more entry
+        result[f"g{i:03d}"] = {key: sized_string(unit, value)}
+        total += base + value
+        if last:
+            break
+    result["g999"] = {"id": 0}
+    result["note"] = _filler(budget)
+    return budget, result
 
 
 # --- values JSON cannot hold (BUD-05) ----------------------------------------------------
@@ -353,14 +433,21 @@ def multimodal_over_budget_cases(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
     budget = draw(budgets())
     result = draw(multimodal_results())
     content = result["content"]
-    texts = [b for b in content if b["type"] == "text"]
-    if not texts:
-        texts = [{"type": "text", "text": ""}]
-        content.insert(draw(st.integers(0, len(content))), texts[0])
+    if draw(st.booleans()):  # only non-text blocks: the text part is the other members
+        content[:] = [b for b in content if b["type"] != "text"]
+        holder: dict[str, Any] = result
+        field = "summary"
+        holder[field] = ""
+    else:
+        texts = [b for b in content if b["type"] == "text"]
+        if not texts:
+            texts = [{"type": "text", "text": ""}]
+            content.insert(draw(st.integers(0, len(content))), texts[0])
+        holder, field = texts[0], "text"
     need = budget + 1 + draw(st.integers(0, budget)) - _text_part(result)
     if need > 0:
         unit = draw(adversarial_text(min_bytes=1, max_bytes=64))
-        texts[0]["text"] += unit * math.ceil(need / escaped_size(unit))
+        holder[field] += unit * math.ceil(need / escaped_size(unit))
     return budget, result
 
 

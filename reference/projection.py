@@ -32,7 +32,6 @@ _MIN_ENTRY = 5 + 1 + min(len(k) for k in PRESERVED_KEYS)
 # The methods sizes come from: while none is replaced, sizes are the canonical ones.
 _SIZE_SEAMS = ("sized_text", "measure", "text_size")
 _POINTER = itemgetter(0)
-_CONTAINERS = (dict, list)
 # Strings this short are preservable whatever they hold: no character takes more than 6 bytes.
 _SHORT_STR = (MAX_PRESERVED_VALUE_BYTES - 2) // 6
 # Characters segmented on each side of a cut; doubled while no allowed cut is found in reach.
@@ -178,30 +177,39 @@ class Projector:
         budget: int,
         attachments: list[Any] | None,
     ) -> dict[str, Any]:
-        """Keep short status-like scalars, in order, while the projection with empty previews fits.
+        """Keep short status-like scalars, greedily, within both BUD-22 bounds.
+
+        A candidate is kept when, with it, the projection with empty previews fits the budget
+        and the `preserved_fields` object stays within floor(budget / 4) bytes; one that does
+        not fit is skipped and later, shorter ones are still tried (the profile's reading).
 
         A value serializes the same wherever it sits, so an entry added to a non-empty
-        preserved_fields adds the same bytes to any projection. The first field kept is priced
-        on the whole projection; each later one only by its entry `,"pointer":value`: by
-        arithmetic on canonical sizes (`entry_bytes`) when the projector's sizes are the
-        canonical ones, else on the projection holding only the first field and the new one.
-        A candidate is skipped unpriced when even its smallest entry, `,"pointer":0` (the
-        pointer's characters plus 5 bytes), cannot fit, and the search stops once no entry
-        (a pointer ends in a preserved key, so takes 3 characters or more) can.
+        preserved_fields adds the same bytes to the object and to any projection. The first
+        field kept is priced on the whole projection; each later one only by its entry
+        `,"pointer":value`: by arithmetic on canonical sizes (`entry_bytes`) when the
+        projector's sizes are the canonical ones, else on the projection holding only the
+        first field and the new one. A candidate is skipped unpriced when even its smallest
+        entry, `,"pointer":0` (the pointer's characters plus 5 bytes), cannot fit, and the
+        search stops once no entry (a pointer ends in a preserved key, so takes 3 characters
+        or more) can.
         """
+        quarter = self.preserved_limit(budget)
         candidates = iter(self.preserved_candidates(value))
         kept: dict[str, Any] = {}
         for pointer, scalar in candidates:
-            trial = {**projection, "preserved_fields": {pointer: scalar}}
-            size = self.text_size(trial, attachments)
+            first = {pointer: scalar}
+            fields_size = self.measure(first)
+            if fields_size > quarter:
+                continue
+            size = self.text_size({**projection, "preserved_fields": first}, attachments)
             if size <= budget:
-                kept[pointer] = scalar
+                kept = first
                 break
         if not kept:
             return kept
         anchor, anchor_size = dict(kept), size
         canonical = self.canonical_sizes()
-        room = budget - size
+        room = min(budget - size, quarter - fields_size)
         for pointer, scalar in candidates:
             if len(pointer) + 5 > room:
                 if room < _MIN_ENTRY:
@@ -219,6 +227,10 @@ class Projector:
             kept[pointer] = scalar
             room -= entry
         return kept
+
+    def preserved_limit(self, budget: int) -> int:
+        """The most canonical bytes the `preserved_fields` object may take (BUD-22)."""
+        return budget // 4
 
     def canonical_sizes(self) -> bool:
         """Whether sizes are this module's canonical ones (no size seam is replaced).
@@ -271,38 +283,35 @@ class Projector:
         return self.scalar_bytes(scalar) <= MAX_PRESERVED_VALUE_BYTES
 
     def preserved_candidates(self, value: Any) -> list[tuple[str, Any]]:
-        """Scalars under a preserved key down to depth 3 that `preservable` accepts.
+        """Scalars under a preserved key down to depth 3, through object members only.
 
-        Shallowest first, then by pointer. Levels are found breadth first, so each depth's
-        candidates are sorted on their own (stable, as one sort on (depth, pointer) would
-        be); at the last depth only preserved keys are looked at.
+        No pointer passes through an array index (revision 2026-12): the status of the
+        result, not of its list items. Shallowest first, then by pointer. Levels are found
+        breadth first, so each depth's candidates are sorted on their own (stable, as one
+        sort on (depth, pointer) would be); at the last depth only preserved keys are looked
+        at, and `preservable` must accept the value.
         """
         found: list[tuple[str, Any]] = []
         canonical = self.canonical_sizes()
-        level: list[tuple[str, Any]] = [("", value)]
+        level: list[tuple[str, dict[Any, Any]]] = [("", value)] if isinstance(value, dict) else []
         for depth in range(1, MAX_PRESERVED_DEPTH + 1):
             last = depth == MAX_PRESERVED_DEPTH
             here: list[tuple[str, Any]] = []
-            deeper: list[tuple[str, Any]] = []
+            deeper: list[tuple[str, dict[Any, Any]]] = []
             for path, node in level:
-                if isinstance(node, dict):
-                    for key, child in node.items():
-                        if isinstance(child, _CONTAINERS):
-                            if not last:
-                                deeper.append((f"{path}/{pointer_token(key)}", child))
-                        elif key in PRESERVED_KEYS and (
-                            # the common case, a short string, decided without a call
-                            (canonical and type(child) is str and len(child) <= _SHORT_STR)
-                            or self.preservable(child, canonical)
-                        ):
-                            token = key if type(key) is str else pointer_token(key)
-                            here.append((f"{path}/{token}", child))
-                elif isinstance(node, list) and not last:
-                    deeper += [
-                        (f"{path}/{i}", child)
-                        for i, child in enumerate(node)
-                        if isinstance(child, _CONTAINERS)
-                    ]
+                for key, child in node.items():
+                    if isinstance(child, dict):
+                        if not last:
+                            deeper.append((f"{path}/{pointer_token(key)}", child))
+                    elif isinstance(child, list):
+                        continue
+                    elif key in PRESERVED_KEYS and (
+                        # the common case, a short string, decided without a call
+                        (canonical and type(child) is str and len(child) <= _SHORT_STR)
+                        or self.preservable(child, canonical)
+                    ):
+                        token = key if type(key) is str else pointer_token(key)
+                        here.append((f"{path}/{token}", child))
             here.sort(key=_POINTER)
             found.extend(here)
             level = deeper

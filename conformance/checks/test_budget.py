@@ -374,8 +374,12 @@ def test_multimodal_only_text_is_cut(ctx: CheckContext, case: Any) -> None:
     text_part = oracle.size(projected) - sum(oracle.size(b) for b in blocks)
     limit = budget + _list_punctuation(blocks)
     expect(text_part <= limit, "BUD-19",
-           f"the text part of the projection <= {limit} bytes (non-text blocks excluded)",
-           f"{text_part} bytes", hint="Images, audio and files must not use the text budget.")
+           f"the text part of the projection <= {limit} bytes (the budget {budget} + "
+           f"{_list_punctuation(blocks)} bytes of list punctuation around {len(blocks)} "
+           "non-text blocks, which are excluded)",
+           f"{text_part} bytes ({oracle.size(projected)} in all, non-text blocks "
+           f"{sum(oracle.size(b) for b in blocks)})",
+           hint="Images, audio and files must not use the text budget.")
 
 
 @property_check("BUD-21", cases=st.one_of(s.over_budget_cases(), s.multimodal_over_budget_cases()))
@@ -391,17 +395,23 @@ def test_projection_shape(ctx: CheckContext, case: Any) -> None:
            f"keys {sorted(keys)} (+ preserved_fields)", f"{sorted(got)}")
     expect(projected.get("preserved_fields", None) != {}, "BUD-21",
            "preserved_fields left out when empty", "an empty preserved_fields")
-    expect(projected["truncation"] == {"original_bytes": oracle.size(result)}, "BUD-21",
-           f"truncation == {{'original_bytes': {oracle.size(result)}}}",
-           f"{projected['truncation']!r}")
+    whole = oracle.size(result)
+    expect(projected["truncation"] == {"original_bytes": whole}, "BUD-21",
+           f"truncation == {{'original_bytes': {whole}}} ({whole} = the whole result's canonical "
+           f"size{', attachments included' if blocks else ''}, as context_preview.original_bytes)",
+           lambda: f"{projected['truncation']!r}" + (
+               f" (the result without its attachments is {whole - oracle.size(blocks)} bytes)"
+               if blocks else ""))
     source = result
     if blocks:
         expect(oracle.canonically_equal(projected["attachments"], blocks), "BUD-21",
                "attachments == the non-text blocks, in order", "a different list")
         source = {**result, "content": _placeholders(result["content"])}
         text_size = oracle.size(projected) - oracle.size(blocks)
-        expect(text_size <= budget, "BUD-21", f"size − size(attachments) <= {budget}",
-               f"{text_size}")
+        expect(text_size <= budget, "BUD-21",
+               f"the projection's size minus its attachments array <= the budget {budget}",
+               f"{text_size} bytes ({oracle.size(projected)} in all, attachments "
+               f"{oracle.size(blocks)})")
     text = oracle.canonical_text(source)
     head, tail = _text_projection(preview, "BUD-21")
     expect(text.startswith(head) and text.endswith(tail), "BUD-21",
@@ -421,20 +431,21 @@ def _placeholders(content: list[Any]) -> list[Any]:
 
 
 def _expected_preserved(result: Any, budget: int) -> dict[str, Any]:
-    """BUD-22 recomputed from its text: candidates, order, greedy fit with empty previews."""
+    """BUD-22 recomputed from its text: candidates through object members only, order, and
+    greedy filling within both bounds (the whole projection with empty previews fits the
+    budget; `preserved_fields` within floor(budget / 4) bytes)."""
     candidates: list[tuple[int, str, Any]] = []
     stack: list[tuple[str, Any, int]] = [("", result, 0)]
     while stack:
         path, node, depth = stack.pop()
-        if depth >= 3:
+        if depth >= 3 or not isinstance(node, dict):
             continue
-        items = node.items() if isinstance(node, dict) else enumerate(node) \
-            if isinstance(node, list) else ()
-        for key, child in items:
-            pointer = f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
-            if isinstance(child, dict | list):
+        for key, child in node.items():
+            pointer = f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+            if isinstance(child, dict):
                 stack.append((pointer, child, depth + 1))
-            elif isinstance(node, dict) and key in PRESERVED_KEYS and oracle.size(child) <= 128:
+            elif not isinstance(child, list) and key in PRESERVED_KEYS \
+                    and oracle.size(child) <= 128:
                 candidates.append((depth + 1, pointer, child))
     candidates.sort(key=lambda c: (c[0], c[1]))
     shell: dict[str, Any] = {"preview": {"head": "", "tail": ""},
@@ -442,35 +453,67 @@ def _expected_preserved(result: Any, budget: int) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for _, pointer, value in candidates:
         trial = {**kept, pointer: value}
-        if oracle.size({**shell, "preserved_fields": trial}) <= budget:
+        if oracle.size(trial) <= budget // 4 and \
+                oracle.size({**shell, "preserved_fields": trial}) <= budget:
             kept = trial
     return kept
 
 
 @st.composite
 def _nested_status_cases(draw: st.DrawFn) -> tuple[int, Any]:
-    """Status-like fields at depths 1-5 beside an over-budget note: BUD-22 stops at depth 3."""
+    """Status-like fields at depths 1-5 beside an over-budget note: BUD-22 stops at depth 3,
+    and a list on the way (`/items/0/status`) makes none of them a candidate."""
     budget = draw(s.budgets())
     node: Any = {"status": draw(st.sampled_from(("ok", "done"))),
                  "id": draw(st.integers(0, 10**6)), "note": "x" * (budget + 64)}
-    for key in draw(st.lists(st.sampled_from(("data", "page", "0")), max_size=4)):
-        node = {key: node}
-    return budget, node
+    for key in draw(st.lists(st.sampled_from(("data", "page", "0", "[]")), max_size=4)):
+        node = [node] if key == "[]" else {key: node}
+    return budget, node if isinstance(node, dict) else {"items": node}
+
+
+_PAD = "x" * 2000
+BUD22_EXAMPLES = (
+    (1024, {"a": {"b": {"c": {"status": "deep"}}}, "id": 7, "pad": _PAD}),
+    # greedy, not in order: /code fits, /error would pass the quarter (256 bytes), /id fits
+    (1024, {"code": "c" * 120, "error": "e" * 120, "id": 1, "pad": _PAD}),
+    # list items' fields are not candidates; the result's own are
+    (1024, {"items": [{"id": i, "status": "ok"} for i in range(40)], "status": "ok",
+            "next_cursor": "abc", "pad": _PAD}),
+    # values of 128 bytes are candidates, of 129 bytes not (escapes and multibyte count)
+    (2048, {"code": s.sized_string("é", 128), "error": s.sized_string("\n", 129),
+            "state": 10**127 + 1, "total": -(10**127), "pad": _PAD * 2}),
+)
 
 
 @property_check(
     "BUD-22",
-    cases=st.one_of(s.over_budget_cases(), _nested_status_cases()),
-    examples=((1024, {"a": {"b": {"c": {"status": "deep"}}}, "id": 7, "pad": "x" * 2000}),),
+    cases=st.one_of(s.over_budget_cases(), _nested_status_cases(), s.preserved_quarter_cases()),
+    examples=BUD22_EXAMPLES,
 )
 def test_preserved_fields_rule(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     projected = _preview(ctx, budget, result, "BUD-22")["result"]
     want = _expected_preserved(result, budget)
     got = projected.get("preserved_fields", {}) if isinstance(projected, dict) else None
-    expect(oracle.canonically_equal(got, want), "BUD-22",
-           f"preserved_fields == {json.dumps(want, ensure_ascii=False)[:300]}",
-           f"{json.dumps(got, ensure_ascii=False)[:300]}")
+    if oracle.canonically_equal(got, want):
+        return
+    extra = sorted(set(got) - set(want)) if isinstance(got, dict) else []
+    missing = sorted(set(want) - set(got)) if isinstance(got, dict) else sorted(want)
+    expect(False, "BUD-22",
+           f"preserved_fields == {json.dumps(want, ensure_ascii=False)[:300]} "
+           f"({oracle.size(want)} bytes of the {budget // 4} allowed, a quarter of {budget})",
+           f"{json.dumps(got, ensure_ascii=False)[:300]} ({_sized(got)}); "
+           f"not expected: {extra[:5]}, missing: {missing[:5]}",
+           hint="Candidates: scalars at depth <= 3 through object members only (no array "
+           "index), <= 128 bytes, shallowest then by pointer, each kept greedily while the "
+           "projection fits and preserved_fields stays within floor(budget / 4) bytes.")
+
+
+def _sized(value: Any) -> str:
+    try:
+        return f"{oracle.size(value)} bytes"
+    except (TypeError, ValueError):
+        return "no canonical size"
 
 
 @property_check("BUD-23", cases=st.sampled_from(("depth", "digits")))

@@ -89,3 +89,39 @@ def test_error_shape(ctx: CheckContext) -> None:
         expect(exchange.status >= 400 and problem is None, "PRO-03",
                'an error body {"error": {"code", "message", "path"}}',
                lambda: f"{problem}: {exchange.describe()}")  # noqa: B023
+
+
+def _allowed_methods(exchange: Exchange) -> set[str]:
+    """The methods an `Allow` header lists (RFC 9110: comma-separated, names case-sensitive)."""
+    value = next((v for k, v in exchange.headers.items() if k.lower() == "allow"), "")
+    return {m.strip() for m in value.split(",") if m.strip()}
+
+
+@check("PRO-02", "PRO-03")
+def test_published_resources_answer_405_with_allow(ctx: CheckContext) -> None:
+    """PUT, PATCH and DELETE on a published tool set or version: 405 with `Allow: GET`, an
+    error body, 401 first without credentials, and nothing changed (profile, DEF-04)."""
+    version = ctx.version(1024)
+    for path in (f"/v1/tool-sets/{version.tool_set_id}",
+                 f"/v1/agent-versions/{version.agent_version}"):
+        before = ctx.target.request("GET", path).body
+        for method in ("PUT", "PATCH", "DELETE"):
+            body = None if method == "DELETE" else {"name": "arck-changed"}
+            anonymous = ctx.target.request(method, path, json_body=body, role="none")
+            expect(anonymous.status == 401, "PRO-02",
+                   f"401 for {method} {path} without credentials (401 comes before 405)",
+                   anonymous.describe)
+            exchange = ctx.target.request(method, path, json_body=body)
+            expect(exchange.status == 405, "PRO-02", f"405 for {method} on {path}",
+                   exchange.describe)
+            allowed = _allowed_methods(exchange)
+            expect("GET" in allowed, "PRO-02",
+                   f"an Allow header listing GET on the 405 for {method} {path}",
+                   lambda: f"Allow: {', '.join(sorted(allowed)) or '(missing)'}; "  # noqa: B023
+                   f"headers {sorted(exchange.headers)}")  # noqa: B023
+            problem = error_shape_problem(exchange)
+            expect(problem is None, "PRO-03", 'the 405 body {"error": {"code", "message", '
+                   '"path"}}', lambda: f"{problem}: {exchange.describe()}")  # noqa: B023
+        after = ctx.target.request("GET", path).body
+        expect(after == before, "PRO-02", f"{path} unchanged after the refused methods",
+               after[:200].decode("utf-8", "replace"))

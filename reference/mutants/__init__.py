@@ -153,6 +153,30 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "shapes:preserved_too_deep",
     ),
     (
+        "preserved-list-items",
+        "list items' fields are preserved-field candidates (/items/0/id), as before 2026-12",
+        ("BUD-22",),
+        "shapes:preserved_list_items",
+    ),
+    (
+        "preserved-uncapped",
+        "preserved_fields not held to a quarter of the budget",
+        ("BUD-22",),
+        "shapes:preserved_uncapped",
+    ),
+    (
+        "preserved-in-order",
+        "preserved_fields filled in order, stopping at the first candidate that does not fit",
+        ("BUD-22",),
+        "shapes:preserved_in_order",
+    ),
+    (
+        "truncation-text-part",
+        "truncation.original_bytes of a multimodal result leaves the attachments out",
+        ("BUD-21",),
+        "shapes:truncation_text_part",
+    ),
+    (
         "image-counted",
         "multimodal results not recognised: image/audio/file blocks are cut",
         ("BUD-19", "BUD-21"),
@@ -312,6 +336,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         'errors are FastAPI\'s {"detail": ...}, not {"error": {...}}',
         ("PRO-03",),
         "wire:fastapi_error_shape",
+    ),
+    (
+        "no-allow-header",
+        "405 on a published tool set or version without the Allow: GET header",
+        ("PRO-02",),
+        "wire:no_allow_header",
     ),
     (
         "openapi-lies",

@@ -1,7 +1,9 @@
 """Mutants that get the projection's contents wrong (BUD-11, BUD-12, BUD-19, BUD-21..23).
 
-Preserved fields altered, invented, dropped or taken from too deep; multimodal blocks not
-recognised or reordered; the general nesting and digit limits not checked.
+Preserved fields altered, invented, dropped, taken from too deep or from list items, past a
+quarter of the budget, or filled in order instead of greedily; multimodal blocks not
+recognised or reordered, or counted out of `truncation`; the general nesting and digit limits
+not checked.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from fastapi import FastAPI
 from arck.reference.canonical import canonical_text, pointer_token
 from arck.reference.engine import Engine
 from arck.reference.mutants.base import serve
-from arck.reference.projection import MAX_PRESERVED_VALUE_BYTES, PRESERVED_KEYS, Projector
+from arck.reference.projection import (
+    MAX_PRESERVED_DEPTH,
+    MAX_PRESERVED_VALUE_BYTES,
+    PRESERVED_KEYS,
+    Projector,
+)
 
 UNLIMITED_DEPTH = 64
 
@@ -55,12 +62,14 @@ class NothingPreservedProjector(Projector):
 
 
 class DeepPreservedProjector(Projector):
-    """Looks for status-like fields at any depth, not only down to depth 3."""
+    """Looks for status-like fields at any depth and through list items."""
+
+    max_depth = UNLIMITED_DEPTH
 
     def preserved_candidates(self, value: Any) -> list[tuple[str, Any]]:
         found: list[tuple[int, str, Any]] = []
         level: list[tuple[str, Any]] = [("", value)]
-        for depth in range(1, UNLIMITED_DEPTH + 1):
+        for depth in range(1, self.max_depth + 1):
             deeper: list[tuple[str, Any]] = []
             for path, node in level:
                 if not isinstance(node, dict | list):
@@ -79,6 +88,55 @@ class DeepPreservedProjector(Projector):
             level = deeper
         found.sort(key=lambda item: (item[0], item[1]))
         return [(pointer, scalar) for _, pointer, scalar in found]
+
+
+class ListItemsPreservedProjector(DeepPreservedProjector):
+    """The 2026-11 rule: depth <= 3, but list items' fields are candidates too."""
+
+    max_depth = MAX_PRESERVED_DEPTH
+
+
+class UncappedPreservedProjector(Projector):
+    """No quarter-of-the-budget cap on `preserved_fields`: only the whole projection bounds it."""
+
+    def preserved_limit(self, budget: int) -> int:
+        return budget
+
+
+class InOrderPreservedProjector(Projector):
+    """Fills `preserved_fields` in order and stops at the first candidate that does not fit."""
+
+    def preserve(
+        self,
+        value: Any,
+        projection: dict[str, Any],
+        budget: int,
+        attachments: list[Any] | None,
+    ) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for pointer, scalar in self.preserved_candidates(value):
+            trial = {**kept, pointer: scalar}
+            fits = self.text_size({**projection, "preserved_fields": trial}, attachments)
+            if self.measure(trial) > self.preserved_limit(budget) or fits > budget:
+                break
+            kept = trial
+        return kept
+
+
+class TextPartTruncationProjector(Projector):
+    """`truncation.original_bytes` of a multimodal result counts only its text part."""
+
+    def project_text(
+        self,
+        value: Any,
+        text: str,
+        original_bytes: int,
+        budget: int,
+        attachments: list[Any] | None,
+    ) -> dict[str, Any]:
+        if attachments is not None:
+            original_bytes -= self.measure(attachments)
+        return super().project_text(value, text, original_bytes, budget, attachments)
 
 
 class TextOnlyProjector(Projector):
@@ -121,6 +179,22 @@ def no_preserved() -> FastAPI:
 
 def preserved_too_deep() -> FastAPI:
     return serve(projector=DeepPreservedProjector())
+
+
+def preserved_list_items() -> FastAPI:
+    return serve(projector=ListItemsPreservedProjector())
+
+
+def preserved_uncapped() -> FastAPI:
+    return serve(projector=UncappedPreservedProjector())
+
+
+def preserved_in_order() -> FastAPI:
+    return serve(projector=InOrderPreservedProjector())
+
+
+def truncation_text_part() -> FastAPI:
+    return serve(projector=TextPartTruncationProjector())
 
 
 def image_counted() -> FastAPI:

@@ -1,4 +1,5 @@
-"""Mutants of the wire profile: lenient bodies, crashes, error shape, the OpenAPI document.
+"""Mutants of the wire profile: lenient bodies, crashes, error shape and headers, the OpenAPI
+document.
 
 The lenient parsers fall back only where the strict one refused, then hand the repaired value
 back to the strict parser, so each lets exactly one kind of bad body through (PRO-01, BUD-05).
@@ -15,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from arck.reference.engine import Engine
-from arck.reference.errors import ApiError, InvalidJSON
+from arck.reference.errors import ApiError, InvalidJSON, MethodNotAllowed
 from arck.reference.mutants.base import serve
 
 
@@ -136,6 +137,18 @@ def fastapi_error_shape() -> FastAPI:
         return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=exc.headers)
 
     app.add_exception_handler(ApiError, detail)
+    return app
+
+
+def no_allow_header() -> FastAPI:
+    """The 405 for a published tool set or version, with its body but no `Allow` header."""
+    app = serve()
+
+    async def bare(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, MethodNotAllowed)
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    app.add_exception_handler(MethodNotAllowed, bare)
     return app
 
 

@@ -271,12 +271,16 @@ def test_text_size_excludes_attachments_without_measuring_them(result: dict[str,
     assert P.text_size(projection, attachments) == want
 
 
-def _greedy_preserve(value: Any, projection: dict[str, Any], budget: int) -> dict[str, Any]:
-    """BUD-22's rule as written: keep each candidate in turn if the whole trial still fits."""
+def _greedy_preserve(
+    value: Any, projection: dict[str, Any], budget: int, sizer: Projector = P
+) -> dict[str, Any]:
+    """BUD-22's rule as written: keep each candidate in turn if the whole trial still fits
+    and the preserved_fields object stays within a quarter of the budget."""
     kept: dict[str, Any] = {}
-    for pointer, scalar in P.preserved_candidates(value):
+    for pointer, scalar in sizer.preserved_candidates(value):
         trial = {**kept, pointer: scalar}
-        if measure({**projection, "preserved_fields": trial}) <= budget:
+        if sizer.measure(trial) <= budget // 4 and \
+                sizer.measure({**projection, "preserved_fields": trial}) <= budget:
             kept = trial
     return kept
 
@@ -301,20 +305,20 @@ def test_preserve_matches_the_greedy_rule(
 
 
 def _naive_candidates(value: Any) -> list[tuple[str, Any]]:
-    """BUD-22's candidates as written: every scalar under a preserved key down to depth 3
-    whose canonical size is at most 128 bytes, by (depth, pointer), each value measured."""
+    """BUD-22's candidates as written: every scalar under a preserved key down to depth 3,
+    reached through object members only, whose canonical size is at most 128 bytes, by
+    (depth, pointer), each value measured."""
     found: list[tuple[int, str, Any]] = []
     stack: list[tuple[int, str, Any]] = [(0, "", value)]
     while stack:
         depth, path, node = stack.pop()
-        if depth >= 3 or not isinstance(node, dict | list):
+        if depth >= 3 or not isinstance(node, dict):
             continue
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
+        for key, child in node.items():
             pointer = f"{path}/{pointer_token(key)}"
             if isinstance(child, dict | list):
                 stack.append((depth + 1, pointer, child))
-            elif isinstance(node, dict) and key in PRESERVED_KEYS and measure(child) <= 128:
+            elif key in PRESERVED_KEYS and measure(child) <= 128:
                 found.append((depth + 1, pointer, child))
     found.sort(key=lambda item: (item[0], item[1]))
     return [(pointer, scalar) for _, pointer, scalar in found]
@@ -357,8 +361,13 @@ _wide_records = st.lists(
     max_size=150,
 )
 _wide_values = st.builds(
-    lambda records, key, extra: {key: records, **extra},
+    # Records in a list (never candidates: no array index in a pointer) or keyed by id in an
+    # object (candidates through object members).
+    lambda records, keyed, key, extra: {
+        key: {f"r{i}": r for i, r in enumerate(records)} if keyed else records, **extra
+    },
     _wide_records,
+    st.booleans(),
     st.sampled_from(["results", "a/b", "~", "é" * 20, "x" * 70]),
     st.dictionaries(st.sampled_from([*sorted(PRESERVED_KEYS), "data"]), _preserved_scalars),
 )
@@ -407,9 +416,5 @@ def test_canonical_sizes_only_while_no_size_seam_is_replaced() -> None:
 def test_preserve_follows_a_replaced_size_seam(value: Any, budget: int) -> None:
     chars = _CharsProjector()
     projection = chars.skeleton(10**6, None)
-    kept: dict[str, Any] = {}
-    for pointer, scalar in chars.preserved_candidates(value):
-        trial = {**kept, pointer: scalar}
-        if chars.measure({**projection, "preserved_fields": trial}) <= budget:
-            kept = trial
+    kept = _greedy_preserve(value, projection, budget, chars)
     assert list(chars.preserve(value, projection, budget, None).items()) == list(kept.items())
