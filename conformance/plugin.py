@@ -58,7 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "requirement(*ids): the SPEC.md requirement IDs a conformance check covers"
+        "markers",
+        "requirement(*ids): the protocol requirement IDs (docs/protocol.md) a check covers",
     )
     if config.getoption("arck_target") or config.getoption("arck_config"):
         from arck.conformance.parallel import inherited_seed
