@@ -1,12 +1,13 @@
 """Cost of projecting a large result against the one canonical `json.dumps` it needs anyway.
 
-The reference engine measures every result with the canonical serialization (SPEC §1), so that
+The reference engine measures every result with the canonical serialization (the protocol's §1), so that
 pass is the floor, and a projection that contains it cannot be faster: a ratio under 1x is
 noise. So the two are timed in interleaved pairs (the order alternating), each pair gives one
 ratio project/dumps, and the table reports the median ratio with its spread, never a best-of
 that noise can flatter. Targets: <= 1.1x from 1 MB up, <= 1.5x below. Each size is run for a
-search-like result and a wide one (many small records with id/status/type). Prints figures;
-asserts nothing.
+search-like result, a wide one (many small records with id/status/type in a list) and a keyed
+one (the same records keyed by id in an object, so all their fields are preserved-field
+candidates). Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/bench_projection.py [--quick] [--seed N] [--pairs N]
 """
@@ -128,6 +129,14 @@ def make_wide_result(target_bytes: int, seed: int) -> dict[str, Any]:
     return {"results": records}
 
 
+def make_keyed_result(target_bytes: int, seed: int) -> dict[str, Any]:
+    """The wide result's records keyed by id in an object: `/results/rec-…/status` is reached
+    through object members, so every record's id, status and type are candidates (thousands),
+    and the quarter-of-the-budget cap of BUD-22 decides how many are kept."""
+    records = make_wide_result(target_bytes, seed)["results"]
+    return {"results": {r["id"]: r for r in records}}
+
+
 def default_pairs(target_bytes: int) -> int:
     """Enough pairs for a stable median, few enough that a 10 MB row takes seconds."""
     if target_bytes >= 10_000_000:
@@ -234,7 +243,9 @@ def main() -> None:
         f"Targets: <= {TARGET_LARGE:g}x from 1 MB up, <= {TARGET_SMALL:g}x below. "
         "kept = preserved fields in the preview."
     )
-    for kind, make in (("search-like", make_result), ("wide", make_wide_result)):
+    kinds = (("search-like", make_result), ("wide", make_wide_result),
+             ("keyed", make_keyed_result))
+    for kind, make in kinds:
         print(f"\n{kind} rows\n{HEADER}")
         for label, target in sizes.items():
             run(projector, label, make(target, args.seed), args.pairs)
