@@ -284,11 +284,16 @@ def verify_isolation(code_root: Path) -> list[str]:
 
 
 def suite(code_root: Path, timeout: float) -> tuple[str, float]:
-    """Run the checks on one copy: killed (exit 1), survived (0), or error/timeout."""
+    """Run the checks on one copy: killed (exit 1), survived (0), or error/timeout.
+
+    `--strict`: a recommended requirement the mutant breaks (BUD-10's cuts inside escapes or
+    clusters, BUD-13's unused budget) is reported as a warning, which the suite did catch;
+    without it such a mutant would count as a survivor.
+    """
     report_dir = code_root / "report"
     command = [
         sys.executable, "-m", "arck.conformance.cli", "run", "--target", "reference",
-        "--profile", "quick", "--requirements", REQUIREMENTS, "--seed", "0",
+        "--profile", "quick", "--requirements", REQUIREMENTS, "--seed", "0", "--strict",
         "--report-dir", str(report_dir),
     ]  # fmt: skip
     start = time.monotonic()

@@ -67,6 +67,14 @@ CUT_EXAMPLES = (
         for unit in ("😀", "中文", "👨‍👩‍👧‍👦", "e\u0301", "\\\n\u0000")
     ),
     (1024, {"z": [1, {"b": "x", "a": None}] * 200, "status": "ok"}),  # separators, key order
+    # Every phase of a repeating escape or cluster under both cuts: consecutive budgets move
+    # each cut by about half a byte, so a cut that may land inside one is made to, whatever
+    # the seed and however few examples are drawn.
+    *(
+        (budget, unit * (2 * budget // oracle.escaped_size(unit)))
+        for unit, phases in (("\\\n\u0000", 32), ("👨‍👩‍👧‍👦", 16), ("a\u0301\"", 8))
+        for budget in range(1026, 1026 + phases)
+    ),
 )
 # Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
 _float_lists = st.lists(
