@@ -30,7 +30,7 @@ MAX_PRESERVED_VALUE_BYTES = 128
 # The smallest preserved entry, `,"/id":0`: a pointer ends in a preserved key (2+ characters).
 _MIN_ENTRY = 5 + 1 + min(len(k) for k in PRESERVED_KEYS)
 # The methods sizes come from: while none is replaced, sizes are the canonical ones.
-_SIZE_SEAMS = ("sized_text", "measure", "text_size")
+_SIZE_SEAMS = ("sized_text", "measure", "text_size", "string_cost")
 _POINTER = itemgetter(0)
 # Strings this short are preservable whatever they hold: no character takes more than 6 bytes.
 _SHORT_STR = (MAX_PRESERVED_VALUE_BYTES - 2) // 6
@@ -69,14 +69,30 @@ class Projector:
             if original_bytes <= budget:
                 return Preview(result, original_bytes, original_bytes, False)
             projected = self.project_text(result, text, original_bytes, budget, None)
+            attached = 0
         else:
             remainder, attachments = split
             original_bytes = self.measure(result)
-            if original_bytes - self.measure(attachments) <= budget:
+            attached = self.measure(attachments)
+            if original_bytes - attached <= budget:
                 return Preview(result, original_bytes, original_bytes, False)
             text, _ = self.sized_text(remainder)
             projected = self.project_text(remainder, text, original_bytes, budget, attachments)
-        return Preview(projected, original_bytes, self.measure(projected), True)
+        return Preview(projected, original_bytes, self.retained(projected, attached), True)
+
+    def retained(self, projected: dict[str, Any], attached: int) -> int:
+        """The projection's size, without serializing its previews again when sizes are the
+        canonical ones: the frame around empty previews, plus each preview's escaped cost,
+        plus the attachments (`attached` bytes, measured once already)."""
+        if not self.canonical_sizes():
+            return self.measure(projected)
+        box = projected["preview"]
+        frame = {**projected, "preview": {"head": "", "tail": ""}}
+        if attached:
+            frame["attachments"] = []
+            attached -= 2  # the attachments array replaces the `[]` measured in the frame
+        return (self.measure(frame) + self.string_cost(box["head"])
+                + self.string_cost(box["tail"]) + attached)
 
     # -- sizes -------------------------------------------------------------------------------
 

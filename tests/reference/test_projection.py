@@ -105,6 +105,7 @@ def test_multimodal_keeps_attachments(case: tuple[int, Any]) -> None:
     blocks = [b for b in result["content"] if b["type"] != "text"]
     assert preview.result["attachments"] == blocks
     assert measure(preview.result) - measure(blocks) <= budget
+    assert preview.retained_bytes == measure(preview.result)  # computed, not measured
 
 
 def test_limits_name_the_path() -> None:
@@ -409,6 +410,16 @@ class _CharsProjector(Projector):
 def test_canonical_sizes_only_while_no_size_seam_is_replaced() -> None:
     assert P.canonical_sizes()
     assert not _CharsProjector().canonical_sizes()
+
+
+@given(st.one_of(s.over_budget_cases(), s.multimodal_over_budget_cases()))
+@CASES
+def test_retained_bytes_follow_a_replaced_size_seam(case: tuple[int, Any]) -> None:
+    """With a size seam replaced, retained_bytes is measured by that seam, not computed."""
+    budget, result = case
+    chars = _CharsProjector()
+    preview = chars.project(result, budget)
+    assert preview.retained_bytes == chars.measure(preview.result)
 
 
 @given(_wide_values, st.integers(80, 2000))
