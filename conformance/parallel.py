@@ -5,13 +5,19 @@ keeps results, judges the run and writes reports, so parallel and serial runs pr
 report. Results travel on the test report (pytest serializes a report's extra attributes),
 the seed travels out in `workerinput`, and what only a whole worker knows (resources it
 created, its baseline judgement) travels back in `workeroutput`.
+
+Hypothesis draws some inputs from a pool of constants it finds in the local modules a process
+has loaded, so a worker imports the arck modules the controller had loaded (the CLI, which a
+serial `arck run` has loaded too): otherwise a worker explores other inputs than a serial run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
+import sys
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -25,6 +31,7 @@ RESULT_ATTR = "arck_result"  # the attribute of a TestReport that carries a Chec
 SEED_KEY = "arck_seed"
 CREATED_KEY = "arck_created"
 BASELINE_KEY = "arck_baseline"
+MODULES_KEY = "arck_modules"
 JUDGE = "gw0"  # the worker that judges baseline entries, once for the whole run
 
 
@@ -50,6 +57,23 @@ def distributed(config: pytest.Config) -> bool:
 def inherited_seed(config: pytest.Config) -> int | None:
     workerinput = getattr(config, "workerinput", None)
     return None if workerinput is None else workerinput.get(SEED_KEY)
+
+
+def loaded_modules() -> list[str]:
+    """The arck modules this process has imported, the one run as `__main__` included."""
+    names = {name for name in sys.modules if name.startswith("arck.")}
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main is not None and main.name.startswith("arck."):
+        names.add(main.name)
+    return sorted(names)
+
+
+def load_modules(config: pytest.Config) -> None:
+    """In a worker: import the arck modules the controller had loaded (see the module doc)."""
+    workerinput = getattr(config, "workerinput", None) or {}
+    for name in workerinput.get(MODULES_KEY, []):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def encode(result: CheckResult) -> str:

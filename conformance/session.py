@@ -104,6 +104,7 @@ class ArckRun:
         self._started = time.monotonic()
         self.exit_code: int | None = None
         _register_hypothesis_profiles()
+        parallel.load_modules(config)  # a worker explores the inputs a serial run does
         # Applied to arck's checks only: a project's own hypothesis tests keep their profile.
         self.settings = settings(settings.get_profile(f"arck-{search_profile}"))
         if max_examples is not None:
@@ -207,6 +208,7 @@ class ArckRun:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[parallel.SEED_KEY] = self.seed
+        node.workerinput[parallel.MODULES_KEY] = parallel.loaded_modules()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -147,3 +147,26 @@ def test_a_broken_baseline_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "entries.0.cases" in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def _case_file(report_dir: Path, name: str, case: object) -> str:
+    (report_dir / "cases").mkdir(parents=True, exist_ok=True)
+    (report_dir / "cases" / name).write_text(json.dumps({"check": "test_fits", "case": case}))
+    return f"cases/{name}"
+
+
+def test_a_baseline_keeps_the_case_of_every_failure(tmp_path: Path) -> None:
+    failures = [
+        {"requirements": ["BUD-07"], "case_file": _case_file(tmp_path, "fits.json", [1024, "a"])},
+        {"requirements": ["BUD-03"], "case_file": _case_file(tmp_path, "fits-2.json", [2048, "b"])},
+    ]
+    legacy = {"check_id": "budget/test_old", "status": "fail", "requirements": ["BUD-01"],
+              "failed": ["BUD-01"], "case_file": _case_file(tmp_path, "old.json", [1024, "c"])}
+    checks = [{"check_id": "budget/test_fits", "status": "fail", "requirements": ["BUD-03",
+               "BUD-07"], "failed": ["BUD-03", "BUD-07"], "case_file": failures[0]["case_file"],
+               "failures": failures}, legacy]
+    (tmp_path / "report.json").write_text(json.dumps({"checks": checks}))
+    made, notes = baseline.from_report(tmp_path, by="check")
+    assert notes == []
+    cases = {e.requirement: [c.case for c in e.cases] for e in made.entries}
+    assert cases == {"BUD-01": [[1024, "c"]], "BUD-03": [[2048, "b"]], "BUD-07": [[1024, "a"]]}

@@ -224,3 +224,51 @@ def test_an_adapter_plugs_in(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     assert {c["status"] for c in report["checks"]} == {"pass"}
+
+
+def test_a_check_failing_two_ways_reports_each_failure(tmp_path: Path) -> None:
+    """token-budget reads the budget as tokens: a result a little over the budget is not cut
+    (BUD-07), and one far over it is cut to 4 bytes a token, past the budget (BUD-03)."""
+    done = arck("run", "--target", "mutant:token-budget", "--requirements", "BUD-03,BUD-07",
+                "--seed", "1", "--max-examples", "40", "--report-dir", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    checks = {c["check_id"]: c for c in report["checks"]}
+    check = checks["budget/test_projection_fits_budget"]
+    failures = check["failures"]
+    assert [f["requirements"] for f in failures] == [["BUD-07"], ["BUD-03"]]  # source order
+    assert check["failed"] == ["BUD-03", "BUD-07"]
+    first = failures[0]  # the top-level fields stay the first failure's
+    assert (check["message"], check["example"], check["case_file"], check["replay"]) == (
+        first["message"], first["example"], first["case_file"], first["replay"])
+    assert [f["case_file"] for f in failures] == [
+        "cases/budget_test_projection_fits_budget.json",
+        "cases/budget_test_projection_fits_budget-2.json",
+    ]
+    for failure in failures:
+        assert failure["message"].endswith(f" Input: {failure['input_kind']}.")
+        assert "-byte result under a" in failure["input_kind"]
+        record = json.loads((tmp_path / failure["case_file"]).read_text("utf-8"))
+        assert record["failed"] == failure["requirements"]
+        assert record["input"] == failure["input_kind"]
+        budget, result = record["case"]
+        # exactly this input's exchanges: its dry-run is the last, no other input's is there
+        assert failure["exchanges"] == record["exchanges"]
+        dry_runs = [e for e in failure["exchanges"] if "/v1/tools/dry-run" in e]
+        assert len(dry_runs) == 1
+        assert f'"result": "{result[:50]}' in dry_runs[0]
+        assert f"under a {budget:,}-byte budget" in failure["input_kind"]
+    assert failures[0]["example"] != failures[1]["example"]
+    rows = {r["id"]: r for r in report["requirements"]}
+    assert rows["BUD-03"]["status"] == "fail"
+    assert "budget/test_projection_fits_budget (failure 2 of 2)" in rows["BUD-03"]["reason"]
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    text = "".join(f.text or "" for f in suite.iter("failure"))
+    assert "Failure 2 of 2 [BUD-03]" in text
+
+    second = tmp_path / failures[1]["case_file"]
+    still = arck("replay", str(second), "--target", "mutant:token-budget")
+    assert still.returncode == 1, still.stdout + still.stderr
+    assert "STILL FAILING" in still.stdout
+    fixed = arck("replay", str(second), "--target", "reference")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr

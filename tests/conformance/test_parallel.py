@@ -16,10 +16,14 @@ from arck.reports.model import CheckResult, Status
 
 MUTANT = "mutant:chars-not-bytes"  # fails checks in several modules, with shrunk examples
 SELECTION = ["--requirements", "BUD-01,BUD-02,BUD-06,BUD-07,DRY,DEF-02", "--max-examples", "8"]
+TWO_WAYS = ["--requirements", "BUD-03,BUD-07", "--max-examples", "40", "--seed", "1"]
 
 
-def _run(report_dir: Path, *extra: str, target: str = MUTANT) -> dict[str, Any]:
-    done = arck("run", "--target", target, "--seed", "11", *SELECTION,
+def _run(
+    report_dir: Path, *extra: str, target: str = MUTANT, selection: list[str] = SELECTION
+) -> dict[str, Any]:
+    seed = [] if "--seed" in selection else ["--seed", "11"]
+    done = arck("run", "--target", target, *seed, *selection,
                 "--report-dir", str(report_dir), *extra)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     report: dict[str, Any] = json.loads((report_dir / "report.json").read_text("utf-8"))
@@ -31,7 +35,9 @@ def _outcome(report: dict[str, Any]) -> tuple[Any, ...]:
     """What a run found, less what legitimately differs (timings, worker count, paths)."""
     checks = [
         (c["check_id"], c["status"], c["requirements"], c["failed"], c["examples"],
-         c["message"], c["example"])
+         c["message"], c["example"],
+         [(f["requirements"], f["message"], f["example"], f["input_kind"], f["case_file"],
+           len(f["exchanges"])) for f in c["failures"]])
         for c in report["checks"]
     ]
     matrix = [(r["id"], r["status"], r["checks"]) for r in report["requirements"]]
@@ -48,9 +54,24 @@ def test_workers_report_what_a_serial_run_reports(tmp_path: Path) -> None:
     # every failure kept its case file, written by whichever worker ran it
     for check in spread["checks"]:
         if check["status"] == "fail":
-            assert (tmp_path / "spread" / check["case_file"]).is_file()
+            assert check["failures"]
+            for failure in check["failures"]:
+                assert (tmp_path / "spread" / failure["case_file"]).is_file()
     # what the workers created is listed, as a serial run lists its own
     assert len(spread["created"]) >= len(serial["created"]) > 0
+
+
+def test_workers_report_every_distinct_failure_as_a_serial_run_does(tmp_path: Path) -> None:
+    """token-budget fails budget/test_projection_fits_budget two ways (see test_cli)."""
+    runs = [
+        _run(tmp_path / name, *workers, target="mutant:token-budget", selection=TWO_WAYS)
+        for name, workers in (("serial", ()), ("spread", ("--workers", "2")))
+    ]
+    assert _outcome(runs[1]) == _outcome(runs[0])
+    checks = {c["check_id"]: c for c in runs[1]["checks"]}
+    failures = checks["budget/test_projection_fits_budget"]["failures"]
+    assert [f["requirements"] for f in failures] == [["BUD-07"], ["BUD-03"]]
+    assert all((tmp_path / "spread" / f["case_file"]).is_file() for f in failures)
 
 
 def test_workers_judge_a_baseline_like_a_serial_run(tmp_path: Path) -> None:
