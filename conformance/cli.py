@@ -385,6 +385,31 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
+simulate = typer.Typer(help="Simulators an engine under test calls.", no_args_is_help=True)
+app.add_typer(simulate, name="simulate")
+
+
+@simulate.command("provider")
+def simulate_provider(
+    port: Annotated[int, typer.Option(help="Port (0: any free one).")],
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    seed: Annotated[int, typer.Option(help="Seed for the default answers' words.")] = 0,
+) -> None:
+    """Serve the simulated model provider (OpenAI chat completions, docs/provider.md)."""
+    from arck.simulator.clock import RealClock
+    from arck.simulator.provider import SimulatedProvider, serve
+
+    def announce(url: str) -> None:
+        typer.echo(f"arck simulated provider on {url} (seed {seed})")
+        typer.echo(f"point an engine's OpenAI base URL at it; lookups: {url}/arck/requests")
+
+    try:
+        serve(SimulatedProvider(clock=RealClock(), seed=seed), host, port, announce)
+    except OSError as exc:
+        console.print(f"arck simulate provider: cannot listen on {host}:{port}: {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
 def main() -> None:
     try:
         app()

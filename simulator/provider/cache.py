@@ -1,0 +1,49 @@
+"""The prompt cache: how many leading tokens a request shares with any earlier one.
+
+A trie of whole segments, one per model (a provider's prompt cache never crosses models).
+A request that extends an earlier one adds only its new segments, so memory grows with
+what is appended, not with history length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from arck.simulator.provider.prompt import Segment
+
+__all__ = ["PromptCache"]
+
+
+class _Node(dict[Segment, "_Node"]):
+    """Children keyed by their segment's tokens."""
+
+
+def _shared(a: Segment, b: Segment) -> int:
+    size = 0
+    for left, right in zip(a, b, strict=False):
+        if left != right:
+            break
+        size += 1
+    return size
+
+
+class PromptCache:
+    def __init__(self) -> None:
+        self._roots: dict[str, _Node] = {}
+
+    def match_and_store(self, model: str, segments: Sequence[Segment]) -> int:
+        """Cached tokens for this prompt, which is then cached too."""
+        node = self._roots.setdefault(model, _Node())
+        matched, diverged = 0, False
+        for segment in segments:
+            child = node.get(segment)
+            if child is None:
+                if not diverged:
+                    # Segments end with a unique marker, so nothing past this one can match.
+                    matched += max((_shared(segment, seen) for seen in node), default=0)
+                    diverged = True
+                child = node[segment] = _Node()
+            elif not diverged:
+                matched += len(segment)
+            node = child
+        return matched
