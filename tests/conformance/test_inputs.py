@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arck.conformance import oracle
 from arck.conformance.inputs import describe
@@ -62,3 +64,22 @@ def test_other_cases_say_what_json_value_they_are() -> None:
     assert describe(("name", 5)) == "a 10-byte array"  # not (budget, result): no budget
     assert describe(True) == "a 4-byte literal"
     assert describe([float("inf")]) == "NaN or Infinity, floats (1); an array"  # no canonical size
+
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats()
+    | st.text() | st.sampled_from(["x\ud800", '\x00"\\', "👨\u200d👩🇫🇷e\u0301"])
+    | st.binary(max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_ANY, st.tuples(st.integers(), _ANY)))
+def test_any_case_is_described_without_error(case: Any) -> None:
+    """The plugin describes whatever a check failed on; it must never be what breaks."""
+    text = describe(case)
+    assert text
+    assert "\n" not in text
