@@ -1,8 +1,8 @@
 """Cost of projecting a large result against the one canonical `json.dumps` it needs anyway.
 
-The reference engine measures every result with the canonical serialization (the protocol's §1), so that
-pass is the floor, and a projection that contains it cannot be faster: a ratio under 1x is
-noise. So the two are timed in interleaved pairs (the order alternating), each pair gives one
+The reference engine measures every result with the canonical serialization (the protocol's §1),
+so that pass is the floor, and a projection that contains it cannot be faster: a ratio under 1x
+is noise. So the two are timed in interleaved pairs (the order alternating), each pair gives one
 ratio project/dumps, and the table reports the median ratio with its spread, never a best-of
 that noise can flatter. Targets: <= 1.1x from 1 MB up, <= 1.5x below. Each size is run for a
 search-like result, a wide one (many small records with id/status/type in a list) and a keyed
