@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import httpx
 from fastapi import Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -24,6 +25,7 @@ from starlette.exceptions import HTTPException
 
 from arck import PROTOCOL_REVISION
 from arck.reference.auth import Principal
+from arck.reference.clock import Clock, WallClock
 from arck.reference.engine import Engine
 from arck.reference.errors import (
     ApiError,
@@ -45,6 +47,11 @@ from arck.reference.models import (
     ToolSetCreate,
     pointer,
 )
+from arck.reference.runtime import routes as run_routes
+from arck.reference.runtime.modelcall import ModelClient
+from arck.reference.runtime.runstore import RunStore
+from arck.reference.runtime.service import Runtime
+from arck.reference.runtime.worker import Workers
 
 __all__ = ["ReferenceApp", "create_app"]
 
@@ -53,12 +60,14 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     ToolSetCreate,
     AgentVersionCreate,
     DryRunRequest,
+    *run_routes.REQUEST_MODELS,
 )
 _ERROR_TEXT = {
     400: "The body is not strict JSON (invalid_json).",
     401: "Missing, malformed or unknown bearer token (unauthorized).",
     403: "The credential lacks the permission or the agent scope (forbidden).",
     404: "Unknown resource, or another tenant's (not_found).",
+    409: "In conflict with the resource's state (conflict).",
     413: "The body is over 8 MiB (body_too_large).",
     422: "Well-formed but invalid (validation_failed, removed_field, unknown_binding).",
 }
@@ -84,6 +93,11 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
 
 def _respond(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="python"), status_code=status)
+
+
+def _respond_version(version: AgentVersion, status: int = 200) -> JSONResponse:
+    """A version without a channel answers exactly as before runs existed."""
+    return JSONResponse(version.model_dump(mode="python", exclude_none=True), status_code=status)
 
 
 def _error_response(exc: ApiError) -> JSONResponse:
@@ -122,9 +136,21 @@ class ReferenceApp(FastAPI):
         return doc
 
 
-def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> FastAPI:
-    """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`)."""
+def create_app(
+    engine: Engine | None = None,
+    *,
+    database: str = ":memory:",
+    clock: Clock | None = None,
+    provider_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`).
+
+    Runs reach the model provider only on `provider_transport` (base URL http://provider/v1);
+    without one, a run's model call ends it with `model_error`. `clock` is the only time runs
+    read (a virtual clock in tests).
+    """
     engine = engine if engine is not None else Engine(database=database)
+    clock = clock if clock is not None else WallClock()
     app = ReferenceApp(
         title="arck reference engine",
         version=PROTOCOL_REVISION,
@@ -234,7 +260,7 @@ def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> F
         principal: Principal = deps["publish_version"],
         body: Any = body_dep,
     ) -> JSONResponse:
-        return _respond(engine.publish_version(principal, agent_id, body), 201)
+        return _respond_version(engine.publish_version(principal, agent_id, body), 201)
 
     @app.get(
         "/v1/agent-versions/{agent_version}",
@@ -243,7 +269,7 @@ def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> F
         tags=["configuration"],
     )
     def get_version(agent_version: str, principal: Principal = deps["get_version"]) -> JSONResponse:
-        return _respond(engine.get_version(principal, agent_version))
+        return _respond_version(engine.get_version(principal, agent_version))
 
     @app.post(
         "/v1/tools/dry-run",
@@ -254,6 +280,28 @@ def create_app(engine: Engine | None = None, *, database: str = ":memory:") -> F
     )
     def dry_run(principal: Principal = deps["dry_run"], body: Any = body_dep) -> JSONResponse:
         return _respond(engine.dry_run_body(principal, body))
+
+    async def inline_body(request: Request) -> Any:
+        """Dependency: as `json_body`, parsed on the event loop (see runtime/routes.py)."""
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > engine.body_limit:
+            raise BodyTooLarge(f"the body is over {engine.body_limit} bytes", "Content-Length")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > engine.body_limit:
+                raise BodyTooLarge(f"the body is over {engine.body_limit} bytes")
+            chunks.append(chunk)
+        return engine.parse_body(b"".join(chunks))
+
+    workers = Workers(
+        engine.store, RunStore(engine.store), ModelClient(provider_transport, clock), clock
+    )
+    runtime = Runtime(engine, workers, clock)
+    app.state.runtime = runtime
+    app.router.on_shutdown.append(runtime.aclose)
+    run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body)
 
     _immutable(app, "/v1/tool-sets/{tool_set_id}", "published tool sets are immutable", deps)
     _immutable(app, "/v1/agent-versions/{agent_version}", "agent versions are immutable", deps)

@@ -19,6 +19,7 @@ __all__ = [
     "DEV_CREDENTIALS",
     "DRY_RUN",
     "RUNTIME_READ",
+    "RUNTIME_WRITE",
     "TOOLS_EXECUTE",
     "Principal",
     "authenticate",
@@ -28,8 +29,11 @@ __all__ = [
 CONFIG_READ = "configuration:read"
 CONFIG_WRITE = "configuration:write"
 RUNTIME_READ = "runtime:read"
+RUNTIME_WRITE = "runtime:write"  # sessions and runs: create, cancel
 TOOLS_EXECUTE = "tools:execute"
-ALL_PERMISSIONS = frozenset({CONFIG_READ, CONFIG_WRITE, RUNTIME_READ, TOOLS_EXECUTE})
+ALL_PERMISSIONS = frozenset(
+    {CONFIG_READ, CONFIG_WRITE, RUNTIME_READ, RUNTIME_WRITE, TOOLS_EXECUTE}
+)
 DRY_RUN = frozenset({RUNTIME_READ, CONFIG_READ, TOOLS_EXECUTE})  # any one of them (DRY-06)
 
 

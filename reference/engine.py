@@ -22,6 +22,9 @@ from arck.reference.auth import (
     CONFIG_WRITE,
     DEV_CREDENTIALS,
     DRY_RUN,
+    RUNTIME_READ,
+    RUNTIME_WRITE,
+    TOOLS_EXECUTE,
     Principal,
     authenticate,
 )
@@ -35,6 +38,7 @@ from arck.reference.errors import (
     ValidationFailed,
 )
 from arck.reference.models import (
+    DEFAULT_CONTEXT_TOKENS,
     MAX_BUDGET,
     MIN_BUDGET,
     REMOVED_FIELDS,
@@ -53,6 +57,7 @@ from arck.reference.models import (
     validation_failed,
 )
 from arck.reference.projection import Projector
+from arck.reference.runtime.wire import Channel, ChannelCreate
 from arck.reference.store import Store
 from arck.reference.strictjson import MAX_DEPTH, StrictJSONError, loads_strict
 
@@ -85,6 +90,18 @@ class Engine:
         "get_version": frozenset({CONFIG_READ}),
         "dry_run": DRY_RUN,
         "health": frozenset(),
+        # Runs (docs/runs.md).
+        "publish_channel": frozenset({CONFIG_WRITE}),
+        "get_channel": frozenset({CONFIG_READ}),
+        "create_wallet": frozenset({CONFIG_WRITE}),
+        "deposit": frozenset({CONFIG_WRITE}),
+        "get_wallet": frozenset({CONFIG_READ, RUNTIME_READ}),
+        "create_session": frozenset({RUNTIME_WRITE}),
+        "get_session": frozenset({RUNTIME_READ}),
+        "create_run": frozenset({RUNTIME_WRITE}),
+        "get_run": frozenset({RUNTIME_READ}),
+        "cancel_run": frozenset({RUNTIME_WRITE}),
+        "submit_receipt": frozenset({TOOLS_EXECUTE}),
     }
 
     def __init__(
@@ -194,9 +211,44 @@ class Engine:
     def publish_version(self, principal: Principal, agent_id: str, data: object) -> AgentVersion:
         request = self.validate_version(data)
         self.get_tool_set(principal, request.tool_set_id, path="/tool_set_id")
+        for name in ("channel_id", "summary_channel_id"):
+            channel_id = getattr(request, name)
+            if channel_id is not None:
+                self.get_channel(principal, channel_id, path=f"/{name}")
+        if request.channel_id is None and (
+            request.summary_channel_id is not None or request.max_context_tokens is not None
+        ):
+            raise ValidationFailed(
+                "/channel_id: required with the other run settings", "/channel_id"
+            )
+        context = request.max_context_tokens
+        if request.channel_id is not None and context is None:
+            context = DEFAULT_CONTEXT_TOKENS  # RUN-05
         return self.store.add_version(
-            principal.tenant, agent_id, request.tool_set_id, request.system_prompt
+            principal.tenant,
+            agent_id,
+            request.tool_set_id,
+            request.system_prompt,
+            channel_id=request.channel_id,
+            summary_channel_id=request.summary_channel_id,
+            max_context_tokens=context,
         )
+
+    def publish_channel(self, principal: Principal, data: object) -> Channel:
+        request = self._validate(ChannelCreate, data)
+        if request.output_capacity >= request.total_capacity:
+            raise ValidationFailed(
+                "/output_capacity: must be below total_capacity", "/output_capacity"
+            )
+        return self.store.add_channel(principal.tenant, request)
+
+    def get_channel(
+        self, principal: Principal, channel_id: str, *, path: str = "channel_id"
+    ) -> Channel:
+        channel = self.store.channel(principal.tenant, channel_id)
+        if channel is None:
+            raise NotFound("no channel with this id", path)
+        return channel
 
     def get_version(
         self, principal: Principal, version_id: str, *, path: str = "agent_version"

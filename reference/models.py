@@ -28,6 +28,7 @@ from arck.reference.errors import ValidationFailed
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_CONTEXT_TOKENS",
     "MAX_BUDGET",
     "MIN_BUDGET",
     "REMOVED_FIELDS",
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 DEFAULT_BUDGET = 16384
+DEFAULT_CONTEXT_TOKENS = 256_000  # RUN-05: the default max_context_tokens of a version
 MIN_BUDGET = 1024
 MAX_BUDGET = 32768
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -193,16 +195,26 @@ class ToolSet(BaseModel):
 
 
 class AgentVersionCreate(BaseModel):
+    """A version; `channel_id` (needed to run it) and the rest are optional (docs/runs.md)."""
+
     model_config = _STRICT
     tool_set_id: str
     system_prompt: str
+    channel_id: str | None = None
+    summary_channel_id: str | None = None
+    max_context_tokens: StrictInt | None = Field(default=None, ge=4_096, le=100_000_000)
 
 
 class AgentVersion(BaseModel):
+    """The run members are left out of the answer when a version names no channel."""
+
     agent_version: str
     agent_id: str
     tool_set_id: str
     system_prompt: str
+    channel_id: str | None = None
+    summary_channel_id: str | None = None
+    max_context_tokens: int | None = None
 
 
 class MockReceipt(BaseModel):

@@ -1,4 +1,4 @@
-"""Tenant-scoped SQLite storage for bindings, tool sets and agent versions (DEF-04, AUTH-03).
+"""Tenant-scoped SQLite storage of configuration: bindings, tool sets, versions, channels (DEF-04).
 
 Every read takes the tenant, so another tenant's row is simply absent. Published tool sets and
 agent versions are immutable: the store has no update method, and triggers abort any UPDATE or
@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from arck.reference.models import AgentVersion, Binding, PublishedTool, ToolSet
+from arck.reference.runtime.wire import Channel, ChannelCreate
 
 __all__ = ["Store"]
 
@@ -28,8 +30,13 @@ CREATE TABLE IF NOT EXISTS tool_sets (
 CREATE TABLE IF NOT EXISTS agent_versions (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     agent_id TEXT NOT NULL, tool_set_id TEXT NOT NULL, system_prompt TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS channels (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS version_runs (
+    version_id TEXT PRIMARY KEY, channel_id TEXT NOT NULL, summary_channel_id TEXT,
+    max_context_tokens INTEGER NOT NULL);
 """
-_IMMUTABLE = ("tool_sets", "agent_versions")
+_IMMUTABLE = ("tool_sets", "agent_versions", "version_runs", "channels")
 _TRIGGER = """
 CREATE TRIGGER IF NOT EXISTS {table}_no_{op} BEFORE {op} ON {table}
 BEGIN SELECT RAISE(ABORT, 'published {table} rows are immutable'); END;
@@ -56,24 +63,48 @@ class Store:
         with self._lock:
             self._db.close()
 
-    def _insert(
-        self, table: str, prefix: str, columns: Sequence[str], values: Sequence[Any]
-    ) -> str:
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE): committed whole or rolled back whole."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                row = self._db.execute(f"SELECT COALESCE(MAX(seq), 0) + 1 FROM {table}").fetchone()
-                new_id = f"{prefix}-{row[0]:06d}"
-                names = ", ".join(("seq", "id", *columns))
-                marks = ", ".join("?" * (len(columns) + 2))
-                self._db.execute(
-                    f"INSERT INTO {table} ({names}) VALUES ({marks})", (row[0], new_id, *values)
-                )
+                yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
-            return new_id
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._db.execute(sql, params).fetchall())
+
+    def install(self, schema: str) -> None:
+        """Add tables (and triggers) another module owns; `CREATE ... IF NOT EXISTS` only."""
+        with self._lock:
+            self._db.executescript(schema)
+
+    @staticmethod
+    def insert(
+        db: sqlite3.Connection,
+        table: str,
+        prefix: str,
+        columns: Sequence[str],
+        values: Sequence[Any],
+    ) -> str:
+        """Insert a row with the next sequential id of its table, inside a transaction."""
+        row = db.execute(f"SELECT COALESCE(MAX(seq), 0) + 1 FROM {table}").fetchone()
+        new_id = f"{prefix}-{row[0]:06d}"
+        names = ", ".join(("seq", "id", *columns))
+        marks = ", ".join("?" * (len(columns) + 2))
+        db.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", (row[0], new_id, *values))
+        return new_id
+
+    def _insert(
+        self, table: str, prefix: str, columns: Sequence[str], values: Sequence[Any]
+    ) -> str:
+        with self.transaction() as db:
+            return self.insert(db, table, prefix, columns, values)
 
     def _row(self, table: str, columns: str, tenant: str, row_id: str) -> tuple[Any, ...] | None:
         with self._lock:
@@ -107,20 +138,49 @@ class Store:
             {"tool_set_id": tool_set_id, "name": row[0], "tools": json.loads(row[1])}
         )
 
+    def add_channel(self, tenant: str, channel: ChannelCreate) -> Channel:
+        """A model channel; immutable like versions, which pin it."""
+        body = channel.model_dump()
+        new_id = self._insert("channels", "ch", ("tenant", "body"), (tenant, _dumps(body)))
+        return Channel(channel_id=new_id, **body)
+
+    def channel(self, tenant: str, channel_id: str) -> Channel | None:
+        row = self._row("channels", "body", tenant, channel_id)
+        return None if row is None else Channel(channel_id=channel_id, **json.loads(row[0]))
+
     def add_version(
-        self, tenant: str, agent_id: str, tool_set_id: str, system_prompt: str
+        self,
+        tenant: str,
+        agent_id: str,
+        tool_set_id: str,
+        system_prompt: str,
+        *,
+        channel_id: str | None = None,
+        summary_channel_id: str | None = None,
+        max_context_tokens: int | None = None,
     ) -> AgentVersion:
-        new_id = self._insert(
-            "agent_versions",
-            "av",
-            ("tenant", "agent_id", "tool_set_id", "system_prompt"),
-            (tenant, agent_id, tool_set_id, system_prompt),
-        )
+        """A version, with its run settings (docs/runs.md) when it names a channel."""
+        with self.transaction() as db:
+            new_id = self.insert(
+                db,
+                "agent_versions",
+                "av",
+                ("tenant", "agent_id", "tool_set_id", "system_prompt"),
+                (tenant, agent_id, tool_set_id, system_prompt),
+            )
+            if channel_id is not None:
+                db.execute(
+                    "INSERT INTO version_runs VALUES (?, ?, ?, ?)",
+                    (new_id, channel_id, summary_channel_id, max_context_tokens),
+                )
         return AgentVersion(
             agent_version=new_id,
             agent_id=agent_id,
             tool_set_id=tool_set_id,
             system_prompt=system_prompt,
+            channel_id=channel_id,
+            summary_channel_id=summary_channel_id,
+            max_context_tokens=max_context_tokens,
         )
 
     def version(self, tenant: str, version_id: str) -> AgentVersion | None:
@@ -129,6 +189,17 @@ class Store:
         )
         if row is None:
             return None
+        runs = self.read(
+            "SELECT channel_id, summary_channel_id, max_context_tokens FROM version_runs "
+            "WHERE version_id = ?",
+            (version_id,),
+        )
+        names = ("channel_id", "summary_channel_id", "max_context_tokens")
+        settings: dict[str, Any] = dict(zip(names, runs[0], strict=True)) if runs else {}
         return AgentVersion(
-            agent_version=version_id, agent_id=row[0], tool_set_id=row[1], system_prompt=row[2]
+            agent_version=version_id,
+            agent_id=row[0],
+            tool_set_id=row[1],
+            system_prompt=row[2],
+            **settings,
         )

@@ -461,6 +461,22 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
         ("POST", "/v1/agents/{agent_id}/versions"),
         ("GET", "/v1/agent-versions/{agent_version}"),
         ("POST", "/v1/tools/dry-run"),
+        # Runs (docs/runs.md).
+        ("POST", "/v1/channels"),
+        ("GET", "/v1/channels/{channel_id}"),
+        ("POST", "/v1/wallets"),
+        ("GET", "/v1/wallets/{wallet_id}"),
+        ("POST", "/v1/wallets/{wallet_id}/deposits"),
+        ("POST", "/v1/sessions"),
+        ("GET", "/v1/sessions/{session_id}"),
+        ("GET", "/v1/sessions/{session_id}/history"),
+        ("GET", "/v1/sessions/{session_id}/execution-history"),
+        ("POST", "/v1/sessions/{session_id}/runs"),
+        ("GET", "/v1/runs/{run_id}"),
+        ("POST", "/v1/runs/{run_id}/cancel"),
+        ("GET", "/v1/runs/{run_id}/events"),
+        ("GET", "/v1/runs/{run_id}/tool-calls"),
+        ("POST", "/v1/tool-calls/{call_id}/receipts"),
     }
     schemas = doc["components"]["schemas"]
     for (method, _), op in operations.items():

@@ -1,0 +1,1 @@
+"""Runs of the reference engine: channels, wallets, sessions, workers (docs/runs.md)."""

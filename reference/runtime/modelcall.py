@@ -1,0 +1,75 @@
+"""One model request over the provider's HTTP shape (OpenAI chat completions), sent once.
+
+There is no retry here, ever (RUN-12): a request whose answer is lost or late has an unknown
+outcome, which only a reconciliation against the original request may settle. The timeout is a
+race against the injected clock, so virtual time decides it in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from arck.reference.clock import Clock
+
+__all__ = ["PROVIDER_BASE_URL", "ModelClient", "Outcome"]
+
+PROVIDER_BASE_URL = "http://provider/v1"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """`answered`: a JSON body with this status; `timeout` and `lost`: unknown outcome;
+    `refused`: the provider answered an error, so the request was never processed."""
+
+    kind: Literal["answered", "refused", "timeout", "lost"]
+    status: int | None = None
+    body: dict[str, Any] | None = None
+    detail: str = ""
+
+
+class ModelClient:
+    def __init__(self, transport: httpx.AsyncBaseTransport | None, clock: Clock) -> None:
+        self.clock = clock
+        self._http = (
+            httpx.AsyncClient(transport=transport, base_url=PROVIDER_BASE_URL, timeout=None)
+            if transport is not None
+            else None
+        )
+
+    async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
+        if self._http is None:
+            return Outcome("refused", detail="no model provider is configured")
+        headers = {"content-type": "application/json", "idempotency-key": idempotency_key}
+        call = asyncio.ensure_future(self._http.post("/chat/completions", content=body,
+                                                     headers=headers))
+        timer = asyncio.ensure_future(self.clock.sleep(timeout_ms / 1000))
+        await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
+        if not call.done():
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
+            return Outcome("timeout", detail=f"no answer within {timeout_ms} ms")
+        timer.cancel()
+        await asyncio.gather(timer, return_exceptions=True)
+        try:
+            response = call.result()
+        except httpx.HTTPError as exc:
+            return Outcome("lost", detail=f"{type(exc).__name__}: {exc}"[:300])
+        try:
+            parsed = json.loads(response.content)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return Outcome("lost", response.status_code, detail="the answer is not a JSON object")
+        kind: Literal["answered", "refused"] = (
+            "answered" if response.status_code == 200 else "refused"
+        )
+        return Outcome(kind, response.status_code, parsed)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()

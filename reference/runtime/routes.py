@@ -1,0 +1,171 @@
+"""HTTP routes of runs (docs/runs.md), in the style of reference/app.py.
+
+Handlers are `async` and read bodies on the event loop, never in a thread: the virtual clock
+jumps when the loop is idle, and a thread would leave it idle while a model call's timeout is
+pending, firing the timeout early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from arck.reference.auth import Principal
+from arck.reference.runtime.service import Runtime
+from arck.reference.runtime.wire import (
+    CancelRequest,
+    Channel,
+    ChannelCreate,
+    Deposit,
+    EventList,
+    HistoryItems,
+    Receipt,
+    ReceiptAnswer,
+    Run,
+    RunCreate,
+    Session,
+    SessionCreate,
+    ToolCallList,
+    Wallet,
+    WalletCreate,
+)
+
+__all__ = ["REQUEST_MODELS", "install"]
+
+REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    ChannelCreate, WalletCreate, Deposit, SessionCreate, RunCreate, CancelRequest, Receipt,
+)
+
+
+def install(
+    app: FastAPI,
+    runtime: Runtime,
+    deps: dict[str, Any],
+    body_dep: Any,
+    errors: Callable[..., dict[int | str, dict[str, Any]]],
+    body: Callable[[type[BaseModel]], dict[str, Any]],
+) -> None:
+    engine = runtime.engine
+
+    def ok(model: BaseModel, status: int = 200) -> JSONResponse:
+        return JSONResponse(model.model_dump(mode="python"), status_code=status)
+
+    post_errors = errors(400, 401, 403, 404, 413, 422)
+
+    @app.post("/v1/channels", status_code=201, response_model=Channel, tags=["runs"],
+              responses=errors(400, 401, 403, 413, 422), openapi_extra=body(ChannelCreate))
+    async def create_channel(
+        principal: Principal = deps["publish_channel"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(engine.publish_channel(principal, data), 201)
+
+    @app.get("/v1/channels/{channel_id}", response_model=Channel, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def get_channel(
+        channel_id: str, principal: Principal = deps["get_channel"]
+    ) -> JSONResponse:
+        return ok(engine.get_channel(principal, channel_id))
+
+    @app.post("/v1/wallets", status_code=201, response_model=Wallet, tags=["runs"],
+              responses=errors(400, 401, 403, 413, 422), openapi_extra=body(WalletCreate))
+    async def create_wallet(
+        principal: Principal = deps["create_wallet"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(runtime.create_wallet(principal, data), 201)
+
+    @app.get("/v1/wallets/{wallet_id}", response_model=Wallet, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def get_wallet(wallet_id: str, principal: Principal = deps["get_wallet"]) -> JSONResponse:
+        return ok(runtime.get_wallet(principal, wallet_id))
+
+    @app.post("/v1/wallets/{wallet_id}/deposits", response_model=Wallet, tags=["runs"],
+              responses=post_errors, openapi_extra=body(Deposit))
+    async def deposit(
+        wallet_id: str, principal: Principal = deps["deposit"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(runtime.deposit(principal, wallet_id, data))
+
+    @app.post("/v1/sessions", status_code=201, response_model=Session, tags=["runs"],
+              responses=post_errors, openapi_extra=body(SessionCreate))
+    async def create_session(
+        principal: Principal = deps["create_session"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(runtime.create_session(principal, data), 201)
+
+    @app.get("/v1/sessions/{session_id}", response_model=Session, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def get_session(
+        session_id: str, principal: Principal = deps["get_session"]
+    ) -> JSONResponse:
+        return ok(runtime.session_view(principal, session_id))
+
+    for suffix, kind in (("history", "formal"), ("execution-history", "execution")):
+
+        def history(
+            session_id: str, principal: Principal = deps["get_session"], kind: str = kind
+        ) -> JSONResponse:
+            return ok(HistoryItems(items=runtime.history(principal, session_id, kind)))
+
+        app.add_api_route(
+            f"/v1/sessions/{{session_id}}/{suffix}", _async(history), methods=["GET"],
+            response_model=HistoryItems, responses=errors(401, 403, 404), tags=["runs"],
+            name=f"session_{kind}_history",
+        )
+
+    @app.post("/v1/sessions/{session_id}/runs", status_code=201, response_model=Run,
+              tags=["runs"], responses=errors(400, 401, 403, 404, 409, 413, 422),
+              openapi_extra=body(RunCreate))
+    async def create_run(
+        session_id: str, principal: Principal = deps["create_run"], data: Any = body_dep
+    ) -> JSONResponse:
+        run = runtime.create_run(principal, session_id, data)
+        runtime.workers.start()
+        return ok(run, 201)
+
+    @app.get("/v1/runs/{run_id}", response_model=Run, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def get_run(run_id: str, principal: Principal = deps["get_run"]) -> JSONResponse:
+        return ok(runtime.get_run(principal, run_id))
+
+    @app.post("/v1/runs/{run_id}/cancel", response_model=Run, tags=["runs"],
+              responses=post_errors, openapi_extra=body(CancelRequest))
+    async def cancel_run(
+        run_id: str, principal: Principal = deps["cancel_run"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(runtime.cancel_run(principal, run_id, data))
+
+    @app.get("/v1/runs/{run_id}/events", response_model=EventList, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def run_events(run_id: str, principal: Principal = deps["get_run"]) -> JSONResponse:
+        return ok(EventList(events=runtime.events(principal, run_id)))
+
+    @app.get("/v1/runs/{run_id}/tool-calls", response_model=ToolCallList, tags=["runs"],
+             responses=errors(401, 403, 404))
+    async def run_tool_calls(
+        run_id: str, principal: Principal = deps["get_run"]
+    ) -> JSONResponse:
+        return ok(ToolCallList(tool_calls=runtime.tool_calls(principal, run_id)))
+
+    @app.post("/v1/tool-calls/{call_id}/receipts", response_model=ReceiptAnswer, tags=["runs"],
+              responses=errors(400, 401, 403, 404, 409, 413, 422), openapi_extra=body(Receipt))
+    async def submit_receipt(
+        call_id: str, principal: Principal = deps["submit_receipt"], data: Any = body_dep
+    ) -> JSONResponse:
+        answer = runtime.submit_receipt(principal, call_id, data)
+        runtime.workers.start()
+        return ok(answer)
+
+
+def _async(handler: Callable[..., JSONResponse]) -> Callable[..., Any]:
+    """Run a handler on the loop (FastAPI runs plain functions in a thread)."""
+    import functools
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any, **kwargs: Any) -> JSONResponse:
+        return handler(*args, **kwargs)
+
+    return wrapper

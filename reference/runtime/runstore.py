@@ -1,0 +1,235 @@
+"""Sessions, histories, runs, events, model calls, tool calls, receipts and calibration samples.
+
+Every change of a run is one transaction with its events, so the event list and the snapshot
+never disagree, and nothing about a run lives only in memory. State changes are conditional
+updates (`WHERE state = ... AND worker = ...`): a worker that lost its run changes nothing.
+Histories are append-only rows; the execution history of a session keeps running totals of its
+size so a request's raw estimate costs nothing to compute (CTX-13) and is never rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from arck.reference.canonical import canonical_text, utf8_length
+from arck.reference.store import Store
+
+__all__ = ["SCHEMA", "RunStore", "SessionRow", "append", "event"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
+    agent_id TEXT NOT NULL, agent_version TEXT NOT NULL, wallet_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL, tools TEXT NOT NULL,
+    exec_count INTEGER NOT NULL, exec_bytes INTEGER NOT NULL,
+    pending_reserved TEXT, last_raw INTEGER, last_real INTEGER);
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS history_by_session ON history (session_id, kind, seq);
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
+    session_id TEXT NOT NULL, state TEXT NOT NULL, end_reason TEXT, worker TEXT);
+CREATE TABLE IF NOT EXISTS run_events (
+    seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, n INTEGER NOT NULL, type TEXT NOT NULL,
+    at REAL NOT NULL, data TEXT NOT NULL, UNIQUE (run_id, n));
+CREATE TABLE IF NOT EXISTS model_calls (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL,
+    state TEXT NOT NULL, reservation INTEGER NOT NULL, charge INTEGER,
+    raw INTEGER NOT NULL, set_key TEXT NOT NULL, usage TEXT, response TEXT);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL,
+    model_call_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, name TEXT NOT NULL,
+    arguments TEXT NOT NULL, budget INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS receipts (
+    seq INTEGER PRIMARY KEY, call_id TEXT NOT NULL, receipt_id TEXT NOT NULL,
+    body TEXT NOT NULL, projection TEXT NOT NULL, UNIQUE (call_id, receipt_id));
+CREATE TABLE IF NOT EXISTS calibration_samples (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
+    set_key TEXT NOT NULL, raw INTEGER NOT NULL, real INTEGER NOT NULL,
+    model_call_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS samples_by_set ON calibration_samples (tenant, set_key, seq);
+"""
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    tenant: str
+    agent_id: str
+    agent_version: str
+    wallet_id: str
+    channel_id: str
+    tools: str  # the canonical `tools` array sent with every request, or "" for none
+    exec_count: int
+    exec_bytes: int
+    pending_reserved: str | None  # tool_call_id of an input/approval request to answer
+    last: tuple[int, int] | None  # (raw, real prompt_tokens) of the last trusted call
+
+
+def event(db: sqlite3.Connection, run_id: str, kind: str, at: float, **data: Any) -> None:
+    """Append one event; ids count 1, 2, ... per run (a stream resumes from Last-Event-ID)."""
+    row = db.execute(
+        "SELECT COALESCE(MAX(n), 0) + 1 FROM run_events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    db.execute(
+        "INSERT INTO run_events (run_id, n, type, at, data) VALUES (?, ?, ?, ?, ?)",
+        (run_id, row[0], kind, at, canonical_text(data)),
+    )
+
+
+def append(db: sqlite3.Connection, session_id: str, kind: str, item: dict[str, Any]) -> None:
+    """Append to the formal or the execution history; the latter keeps its running size."""
+    text = canonical_text(item)
+    db.execute(
+        "INSERT INTO history (session_id, kind, item) VALUES (?, ?, ?)", (session_id, kind, text)
+    )
+    if kind == "execution":
+        db.execute(
+            "UPDATE sessions SET exec_count = exec_count + 1, exec_bytes = exec_bytes + ? "
+            "WHERE id = ?",
+            (utf8_length(text), session_id),
+        )
+
+
+class RunStore:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.install(SCHEMA)
+
+    def create_session(
+        self,
+        tenant: str,
+        agent_id: str,
+        agent_version: str,
+        wallet_id: str,
+        channel_id: str,
+        system_prompt: str,
+        tools: str,
+    ) -> str:
+        """A session pinned to its version (DEF-04/05), its history opened by the system prompt."""
+        with self.store.transaction() as db:
+            session_id = Store.insert(
+                db, "sessions", "ses",
+                ("tenant", "agent_id", "agent_version", "wallet_id", "channel_id", "tools",
+                 "exec_count", "exec_bytes"),
+                (tenant, agent_id, agent_version, wallet_id, channel_id, tools, 0, 0),
+            )
+            append(db, session_id, "execution", {"role": "system", "content": system_prompt})
+        return session_id
+
+    def session(self, tenant: str, session_id: str) -> SessionRow | None:
+        rows = self.store.read(
+            "SELECT tenant, agent_id, agent_version, wallet_id, channel_id, tools, exec_count, "
+            "exec_bytes, pending_reserved, last_raw, last_real FROM sessions "
+            "WHERE id = ? AND tenant = ?",
+            (session_id, tenant),
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        last = (int(r[9]), int(r[10])) if r[9] is not None else None
+        return SessionRow(
+            session_id=session_id, tenant=r[0], agent_id=r[1], agent_version=r[2],
+            wallet_id=r[3], channel_id=r[4], tools=r[5], exec_count=int(r[6]),
+            exec_bytes=int(r[7]), pending_reserved=r[8], last=last,
+        )
+
+    def history(self, session_id: str, kind: str) -> list[str]:
+        """The stored items' canonical texts, in order: requests are joined from these bytes."""
+        rows = self.store.read(
+            "SELECT item FROM history WHERE session_id = ? AND kind = ? ORDER BY seq",
+            (session_id, kind),
+        )
+        return [str(r[0]) for r in rows]
+
+    def run(self, tenant: str, run_id: str) -> tuple[str, str, str | None] | None:
+        """(session_id, state, end_reason)."""
+        rows = self.store.read(
+            "SELECT session_id, state, end_reason FROM runs WHERE id = ? AND tenant = ?",
+            (run_id, tenant),
+        )
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    def run_session(self, run_id: str) -> SessionRow:
+        rows = self.store.read("SELECT tenant, session_id FROM runs WHERE id = ?", (run_id,))
+        found = self.session(rows[0][0], rows[0][1])
+        assert found is not None
+        return found
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.store.read(
+            "SELECT n, type, at, data FROM run_events WHERE run_id = ? ORDER BY n", (run_id,)
+        )
+        return [{"id": n, "type": t, "at": at, "data": json.loads(d)} for n, t, at, d in rows]
+
+    def active_run(self, db: sqlite3.Connection, session_id: str) -> bool:
+        """A run not ended, or a tool call of the session still waiting for its receipt."""
+        busy = db.execute(
+            "SELECT 1 FROM runs WHERE session_id = ? AND state != 'ended' UNION ALL "
+            "SELECT 1 FROM tool_calls JOIN runs ON runs.id = tool_calls.run_id "
+            "WHERE runs.session_id = ? AND tool_calls.state = 'dispatchable' LIMIT 1",
+            (session_id, session_id),
+        ).fetchone()
+        return busy is not None
+
+    def claim(self, worker: str, at: float) -> str | None:
+        """Take the oldest queued run, by a conditional update another worker cannot share."""
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT id FROM runs WHERE state = 'queued' ORDER BY seq LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            done = db.execute(
+                "UPDATE runs SET state = 'running', worker = ? WHERE id = ? AND state = 'queued'",
+                (worker, row[0]),
+            )
+            if done.rowcount != 1:
+                return None
+            event(db, row[0], "run.started", at, worker=worker)
+            return str(row[0])
+
+    @staticmethod
+    def end(
+        db: sqlite3.Connection, run_id: str, reason: str, at: float, *, worker: str | None = None
+    ) -> bool:
+        """End the run (RUN-11) unless it ended already or another worker holds it."""
+        sql = "UPDATE runs SET state = 'ended', end_reason = ?, worker = NULL WHERE id = ? " \
+              "AND state != 'ended'"
+        params: tuple[Any, ...] = (reason, run_id)
+        if worker is not None:
+            sql += " AND worker = ?"
+            params += (worker,)
+        if db.execute(sql, params).rowcount != 1:
+            return False
+        event(db, run_id, "run.ended", at, end_reason=reason)
+        return True
+
+    def samples(self, tenant: str, set_key: str, limit: int) -> list[tuple[int, int]]:
+        """The last `limit` (raw, real) samples of a set, oldest first (CTX-10, CTX-16)."""
+        rows = self.store.read(
+            "SELECT raw, real FROM calibration_samples WHERE tenant = ? AND set_key = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (tenant, set_key, limit),
+        )
+        return [(int(a), int(b)) for a, b in reversed(rows)]
+
+    def tool_calls(self, run_id: str) -> list[tuple[Any, ...]]:
+        return self.store.read(
+            "SELECT id, run_id, tool_call_id, name, arguments, state FROM tool_calls "
+            "WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+
+    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
+        """(run_id, session_id, tool_call_id, budget, state) of a call of the tenant."""
+        rows = self.store.read(
+            "SELECT tool_calls.run_id, runs.session_id, tool_call_id, budget, tool_calls.state "
+            "FROM tool_calls JOIN runs ON runs.id = tool_calls.run_id "
+            "WHERE tool_calls.id = ? AND runs.tenant = ?",
+            (call_id, tenant),
+        )
+        return rows[0] if rows else None

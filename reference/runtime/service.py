@@ -1,0 +1,242 @@
+"""Runtime operations behind the HTTP app: wallets, sessions, runs, tool calls and receipts.
+
+Checks run in the profile's order (401 and 403 for the permission before the body; then the
+resource named, 404, then the agent scope over it, 403; then 422). Admission (RUN-01) decides
+a run's fate before it is queued, in the same transaction that records it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from arck.reference.auth import Principal
+from arck.reference.canonical import canonical_text
+from arck.reference.clock import Clock
+from arck.reference.engine import Engine
+from arck.reference.errors import Conflict, NotFound, ValidationFailed
+from arck.reference.models import validation_failed
+from arck.reference.runtime import billing
+from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
+from arck.reference.runtime.wallets import Wallets
+from arck.reference.runtime.wire import (
+    CancelRequest,
+    Deposit,
+    Receipt,
+    ReceiptAnswer,
+    Run,
+    RunCreate,
+    RunEvent,
+    Session,
+    SessionCreate,
+    ToolCallView,
+    Wallet,
+    WalletCreate,
+)
+from arck.reference.runtime.worker import Workers
+from arck.reference.store import Store
+
+__all__ = ["Runtime"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _validate(model: type[_M], data: object) -> _M:
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        raise validation_failed(exc) from None
+
+
+class Runtime:
+    def __init__(self, engine: Engine, workers: Workers, clock: Clock) -> None:
+        self.engine = engine
+        self.store: Store = engine.store
+        self.wallets = Wallets(self.store)
+        self.runs = workers.runs
+        self.workers = workers
+        self.clock = clock
+
+    async def aclose(self) -> None:
+        """Stop the workers and close the provider client (the app's shutdown)."""
+        await self.workers.stop()
+        await self.workers.model.aclose()
+
+    # -- wallets ---------------------------------------------------------------------------
+
+    def create_wallet(self, principal: Principal, data: object) -> Wallet:
+        return self.wallets.create(principal.tenant, _validate(WalletCreate, data).name)
+
+    def get_wallet(self, principal: Principal, wallet_id: str, path: str = "wallet_id") -> Wallet:
+        wallet = self.wallets.get(principal.tenant, wallet_id)
+        if wallet is None:
+            raise NotFound("no wallet with this id", path)
+        return wallet
+
+    def deposit(self, principal: Principal, wallet_id: str, data: object) -> Wallet:
+        self.get_wallet(principal, wallet_id)
+        amount = _validate(Deposit, data).amount
+        if not self.wallets.deposit(principal.tenant, wallet_id, amount):
+            raise ValidationFailed("/amount: the balance would exceed 2**62 micro-units", "/amount")
+        return self.get_wallet(principal, wallet_id)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def create_session(self, principal: Principal, data: object) -> Session:
+        if isinstance(data, dict) and isinstance(data.get("agent_version"), str):
+            self.engine.get_version(principal, data["agent_version"], path="/agent_version")
+        request = _validate(SessionCreate, data)
+        version = self.engine.get_version(principal, request.agent_version, path="/agent_version")
+        self.get_wallet(principal, request.wallet_id, "/wallet_id")
+        if version.channel_id is None:
+            raise ValidationFailed(
+                "/agent_version: the version names no channel_id, so it cannot run",
+                "/agent_version",
+            )
+        tool_set = self.engine.get_tool_set(principal, version.tool_set_id, path="/agent_version")
+        tools = [
+            {"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema}}
+            for t in tool_set.tools
+        ]
+        session_id = self.runs.create_session(
+            principal.tenant, version.agent_id, version.agent_version, request.wallet_id,
+            version.channel_id, version.system_prompt, canonical_text(tools) if tools else "",
+        )
+        return Session(session_id=session_id, agent_version=version.agent_version,
+                       wallet_id=request.wallet_id)
+
+    def get_session(
+        self, principal: Principal, session_id: str, path: str = "session_id"
+    ) -> SessionRow:
+        """404 for an unknown or foreign session; 403 outside the caller's agent scope."""
+        session = self.runs.session(principal.tenant, session_id)
+        if session is None:
+            raise NotFound("no session with this id", path)
+        self.engine.authorize(principal, frozenset(), session.agent_id, path=path)
+        return session
+
+    def session_view(self, principal: Principal, session_id: str) -> Session:
+        s = self.get_session(principal, session_id)
+        return Session(session_id=s.session_id, agent_version=s.agent_version,
+                       wallet_id=s.wallet_id)
+
+    def history(self, principal: Principal, session_id: str, kind: str) -> list[dict[str, Any]]:
+        self.get_session(principal, session_id)
+        return [json.loads(item) for item in self.runs.history(session_id, kind)]
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def create_run(self, principal: Principal, session_id: str, data: object) -> Run:
+        """RUN-01: version, identity and funds are admitted before the run is queued."""
+        session = self.get_session(principal, session_id)
+        request = _validate(RunCreate, data)
+        channel = self.engine.get_channel(principal, session.channel_id)
+        prices = billing.Prices(**channel.prices.model_dump())
+        first = billing.reservation(prices, channel.input_capacity, channel.output_capacity)
+        at = self.clock.now()
+        with self.store.transaction() as db:
+            if self.runs.active_run(db, session_id):
+                raise Conflict("the session has a run or tool calls still open", "session_id")
+            run_id = Store.insert(db, "runs", "run", ("tenant", "session_id", "state"),
+                                  (principal.tenant, session_id, "queued"))
+            event(db, run_id, "run.created", at, session_id=session_id)
+            available = Wallets.available(db, session.wallet_id)
+            if available < first:
+                event(db, run_id, "admission.refused", at, reservation=first,
+                      available=available)
+                RunStore.end(db, run_id, "insufficient_balance", at)
+                return Run(run_id=run_id, session_id=session_id, state="ended",
+                           end_reason="insufficient_balance")
+            if session.pending_reserved is not None:
+                # The answer to the model's request for input or approval.
+                append(db, session_id, "execution", {
+                    "role": "tool", "tool_call_id": session.pending_reserved,
+                    "content": request.input})
+                db.execute("UPDATE sessions SET pending_reserved = NULL WHERE id = ?",
+                           (session_id,))
+            else:
+                append(db, session_id, "execution", {"role": "user", "content": request.input})
+            append(db, session_id, "formal", {"type": "user", "text": request.input})
+            event(db, run_id, "run.queued", at)
+        self.workers.notify()
+        return Run(run_id=run_id, session_id=session_id, state="queued", end_reason=None)
+
+    def _run(self, principal: Principal, run_id: str) -> tuple[str, str, str | None]:
+        found = self.runs.run(principal.tenant, run_id)
+        if found is None:
+            raise NotFound("no run with this id", "run_id")
+        self.get_session(principal, found[0], "run_id")
+        return found
+
+    def get_run(self, principal: Principal, run_id: str) -> Run:
+        session_id, state, reason = self._run(principal, run_id)
+        return Run(run_id=run_id, session_id=session_id, state=state,  # type: ignore[arg-type]
+                   end_reason=reason)
+
+    def cancel_run(self, principal: Principal, run_id: str, data: object) -> Run:
+        """Ends the run; tool calls already accepted stay dispatchable (RUN-13)."""
+        self._run(principal, run_id)
+        _validate(CancelRequest, data)
+        with self.store.transaction() as db:
+            RunStore.end(db, run_id, "cancelled", self.clock.now())
+        return self.get_run(principal, run_id)
+
+    def events(self, principal: Principal, run_id: str) -> list[RunEvent]:
+        self._run(principal, run_id)
+        return [RunEvent.model_validate(e) for e in self.runs.events(run_id)]
+
+    def tool_calls(self, principal: Principal, run_id: str) -> list[ToolCallView]:
+        self._run(principal, run_id)
+        names = ("call_id", "run_id", "tool_call_id", "name", "arguments", "state")
+        return [ToolCallView.model_validate(dict(zip(names, row, strict=True)))
+                for row in self.runs.tool_calls(run_id)]
+
+    # -- receipts --------------------------------------------------------------------------
+
+    def submit_receipt(self, principal: Principal, call_id: str, data: object) -> ReceiptAnswer:
+        """BUD-15..17: stored in full, projected once into the execution history."""
+        found = self.runs.tool_call(principal.tenant, call_id)
+        if found is None:
+            raise NotFound("no tool call with this id", "call_id")
+        run_id, session_id, tool_call_id, budget, _ = found
+        self.get_session(principal, session_id, "call_id")
+        receipt = _validate(Receipt, data)
+        self.engine.check_result(receipt.result, "/result")
+        body = canonical_text(receipt.model_dump())
+        at = self.clock.now()
+        with self.store.transaction() as db:
+            same = db.execute("SELECT body FROM receipts WHERE call_id = ? AND receipt_id = ?",
+                              (call_id, receipt.receipt_id)).fetchone()
+            if same is not None:
+                if same[0] != body:
+                    raise Conflict("this receipt_id was sent with another body", "/receipt_id")
+                return ReceiptAnswer(call_id=call_id, receipt_id=receipt.receipt_id,
+                                     replayed=True)
+            state = db.execute("SELECT state FROM tool_calls WHERE id = ?",
+                               (call_id,)).fetchone()[0]
+            if state != "dispatchable":
+                raise Conflict("the call already has its completed receipt", "call_id")
+            projected = self.engine.projector.project(receipt.result, budget)
+            db.execute("INSERT INTO receipts (call_id, receipt_id, body, projection) "
+                       "VALUES (?, ?, ?, ?)",
+                       (call_id, receipt.receipt_id, body, canonical_text(projected.result)))
+            db.execute("UPDATE tool_calls SET state = 'completed' WHERE id = ?", (call_id,))
+            append(db, session_id, "formal", {"type": "receipt", "call_id": call_id,
+                                              **receipt.model_dump()})
+            append(db, session_id, "execution", {"role": "tool", "tool_call_id": tool_call_id,
+                                                 "content": canonical_text(projected.result)})
+            event(db, run_id, "receipt.stored", at, call_id=call_id,
+                  receipt_id=receipt.receipt_id, original_bytes=projected.original_bytes,
+                  retained_bytes=projected.retained_bytes, truncated=projected.truncated)
+            waiting = db.execute("SELECT 1 FROM tool_calls WHERE run_id = ? AND "
+                                 "state = 'dispatchable' LIMIT 1", (run_id,)).fetchone()
+            if waiting is None and db.execute(
+                "UPDATE runs SET state = 'queued' WHERE id = ? AND state = 'waiting_tools'",
+                (run_id,),
+            ).rowcount == 1:
+                event(db, run_id, "run.queued", at)
+        self.workers.notify()
+        return ReceiptAnswer(call_id=call_id, receipt_id=receipt.receipt_id, replayed=False)

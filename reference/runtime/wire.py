@@ -1,0 +1,169 @@
+"""Wire models of runs in the reference profile (docs/runs.md), pydantic strict like models.py.
+
+Bounds keep every integer inside SQLite's 64-bit column with room for sums, so no valid body
+can overflow the store into a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+__all__ = [
+    "MAX_AMOUNT",
+    "CancelRequest",
+    "Channel",
+    "ChannelCreate",
+    "Deposit",
+    "EventList",
+    "HistoryItems",
+    "Prices",
+    "Receipt",
+    "ReceiptAnswer",
+    "Run",
+    "RunCreate",
+    "RunEvent",
+    "Session",
+    "SessionCreate",
+    "ToolCallList",
+    "ToolCallView",
+    "Wallet",
+    "WalletCreate",
+]
+
+_STRICT = ConfigDict(strict=True, extra="forbid")
+MAX_TOKENS = 1_000_000_000
+MAX_PRICE = 1_000_000_000_000  # micro-units per million tokens
+MAX_AMOUNT = 1_000_000_000_000_000  # one deposit; a balance stays below 2**62
+RunState = Literal["queued", "running", "waiting_tools", "ended"]
+
+
+def _tokens() -> Any:
+    return Field(ge=1, le=MAX_TOKENS)
+
+
+class Prices(BaseModel):
+    model_config = _STRICT
+    input: StrictInt = Field(ge=0, le=MAX_PRICE)
+    cached_input: StrictInt = Field(ge=0, le=MAX_PRICE)
+    output: StrictInt = Field(ge=0, le=MAX_PRICE)
+
+
+class ChannelCreate(BaseModel):
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    input_capacity: StrictInt = _tokens()
+    total_capacity: StrictInt = _tokens()
+    output_capacity: StrictInt = _tokens()
+    timeout_ms: StrictInt = Field(ge=1, le=86_400_000)
+    prices: Prices
+
+
+class Channel(BaseModel):
+    channel_id: str
+    name: str
+    model: str
+    input_capacity: int
+    total_capacity: int
+    output_capacity: int
+    timeout_ms: int
+    prices: Prices
+
+
+class WalletCreate(BaseModel):
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+
+
+class Deposit(BaseModel):
+    model_config = _STRICT
+    amount: StrictInt = Field(ge=1, le=MAX_AMOUNT)
+
+
+class Wallet(BaseModel):
+    """Micro-units; `available` = `balance` − `reserved` (cost-pending reservations included)."""
+
+    wallet_id: str
+    name: str
+    balance: int
+    reserved: int
+    available: int
+    charged: int
+
+
+class SessionCreate(BaseModel):
+    model_config = _STRICT
+    agent_version: str
+    wallet_id: str
+
+
+class Session(BaseModel):
+    session_id: str
+    agent_version: str
+    wallet_id: str
+
+
+class HistoryItems(BaseModel):
+    items: list[dict[str, Any]]
+
+
+class RunCreate(BaseModel):
+    model_config = _STRICT
+    input: str = Field(min_length=1)
+
+
+class CancelRequest(BaseModel):
+    """Every POST of the profile carries a JSON object; `{}` is enough here."""
+
+    model_config = _STRICT
+    reason: str = Field(default="", max_length=500)
+
+
+class Run(BaseModel):
+    run_id: str
+    session_id: str
+    state: RunState
+    end_reason: str | None
+
+
+class RunEvent(BaseModel):
+    """`id` is sequential per run, so a stream can resume from `Last-Event-ID`."""
+
+    id: int
+    type: str
+    at: float
+    data: dict[str, Any]
+
+
+class EventList(BaseModel):
+    events: list[RunEvent]
+
+
+class ToolCallView(BaseModel):
+    call_id: str
+    run_id: str
+    tool_call_id: str
+    name: str
+    arguments: str
+    state: Literal["dispatchable", "completed"]
+
+
+class ToolCallList(BaseModel):
+    tool_calls: list[ToolCallView]
+
+
+class Receipt(BaseModel):
+    """A completed receipt; the other kinds and claims come with the receipt protocol."""
+
+    model_config = _STRICT
+    receipt_id: str = Field(min_length=1, max_length=200)
+    kind: Literal["completed"]
+    result: Any = None
+
+
+class ReceiptAnswer(BaseModel):
+    call_id: str
+    receipt_id: str
+    replayed: bool

@@ -1,0 +1,264 @@
+"""Workers: asyncio tasks that claim queued runs from the store and make one model call each.
+
+A claim is a conditional update, so several workers (and later several processes) never share
+a run. A worker holds a run only for one model call: a run waiting for tool receipts holds none.
+The order of one call: estimate (CTX), reserve (BIL-01/02), record the call and its RUN-15
+event, send once, then settle and apply the answer in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from arck.reference.canonical import canonical_text
+from arck.reference.clock import Clock
+from arck.reference.models import DEFAULT_BUDGET
+from arck.reference.runtime import billing, estimate
+from arck.reference.runtime.modelcall import ModelClient, Outcome
+from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
+from arck.reference.runtime.wallets import Wallets
+from arck.reference.store import Store
+
+__all__ = ["REQUEST_APPROVAL", "REQUEST_INPUT", "Workers"]
+
+REQUEST_INPUT = "arck_request_input"
+REQUEST_APPROVAL = "arck_request_approval"
+_RESERVED = {REQUEST_INPUT: "input_required", REQUEST_APPROVAL: "approval_required"}
+
+
+class Workers:
+    def __init__(
+        self, store: Store, runs: RunStore, model: ModelClient, clock: Clock, count: int = 2
+    ) -> None:
+        self.store = store
+        self.runs = runs
+        self.model = model
+        self.clock = clock
+        self.count = count
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake: asyncio.Event | None = None
+
+    def start(self) -> None:
+        """Start the tasks in the running loop, once (the app's first runtime request)."""
+        loop = asyncio.get_running_loop()
+        if self._tasks and self._tasks[0].get_loop() is loop and not self._tasks[0].done():
+            return
+        self._wake = asyncio.Event()
+        self._tasks = [loop.create_task(self._loop(f"worker-{i + 1}")) for i in range(self.count)]
+
+    def notify(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _loop(self, name: str) -> None:
+        assert self._wake is not None
+        while True:
+            self._wake.clear()
+            run_id = self.runs.claim(name, self.clock.now())
+            if run_id is None:
+                await self._wake.wait()
+                continue
+            await self.step(run_id, name)
+
+    async def step(self, run_id: str, worker: str) -> None:
+        """One model call of a claimed run."""
+        session = self.runs.run_session(run_id)
+        channel = self.store.channel(session.tenant, session.channel_id)
+        version = self.store.version(session.tenant, session.agent_version)
+        assert channel is not None
+        assert version is not None
+        assert version.max_context_tokens is not None
+        prices = billing.Prices(**channel.prices.model_dump())
+        params = {"max_completion_tokens": channel.output_capacity}
+        set_key = canonical_text([channel.model, channel.channel_id, params])
+        raw = estimate.raw_estimate(
+            session.exec_bytes + len(session.tools.encode("utf-8")), session.exec_count
+        )
+        samples = self.runs.samples(session.tenant, set_key, estimate.CALIBRATION_WINDOW)
+        figures = estimate.estimate(raw, samples, session.last)
+        budget = estimate.effective_budget(
+            version.max_context_tokens, channel.input_capacity, channel.total_capacity,
+            channel.output_capacity,
+        )
+        below = figures.calibrated < estimate.COMPACTION_THRESHOLD * budget
+        reason = "below 70%" if below else "at or above 70%; compaction is not implemented yet"
+        reservation = billing.reservation(prices, channel.input_capacity, channel.output_capacity)
+        call_id = self._begin(run_id, worker, session, reservation, raw, set_key, {
+            "raw_estimate": raw,
+            "calibrated_estimate": figures.calibrated,
+            "coefficient": float(figures.coefficient),
+            "coefficient_real": sum(real for _, real in samples),
+            "coefficient_raw": sum(r for r, _ in samples),
+            "samples": figures.samples,
+            "effective_budget": budget,
+            "reservation": reservation,
+            "compaction": {"decision": "none", "reason": reason},
+        })
+        if call_id is None:
+            return
+        body = self._body(session, channel.model, channel.output_capacity)
+        outcome = await self.model.complete(body, call_id, channel.timeout_ms)
+        self._finish(run_id, worker, session, call_id, reservation, raw, set_key, prices, outcome)
+
+    def _begin(
+        self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
+        set_key: str, figures: dict[str, Any],
+    ) -> str | None:
+        """Reserve and record the call, or end the run before sending (BIL-02)."""
+        at = self.clock.now()
+        with self.store.transaction() as db:
+            held = db.execute(
+                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
+                (run_id, worker),
+            ).fetchone()
+            if held is None:
+                return None
+            if not Wallets.reserve(db, session.wallet_id, reservation):
+                event(db, run_id, "reservation.refused", at, reservation=reservation,
+                      available=Wallets.available(db, session.wallet_id))
+                RunStore.end(db, run_id, "insufficient_balance", at, worker=worker)
+                return None
+            call_id = Store.insert(
+                db, "model_calls", "mc", ("run_id", "state", "reservation", "raw", "set_key"),
+                (run_id, "sent", reservation, raw, set_key),
+            )
+            event(db, run_id, "model_call.started", at, call_id=call_id, **figures)
+        return call_id
+
+    def _body(self, session: SessionRow, model: str, max_tokens: int) -> bytes:
+        """Stored messages joined as they are: each request extends the last byte for byte."""
+        head = f'{{"model":{json.dumps(model, ensure_ascii=False)},' \
+               f'"max_completion_tokens":{max_tokens},'
+        if session.tools:
+            head += f'"tools":{session.tools},'
+        messages = ",".join(self.runs.history(session.session_id, "execution"))
+        return f'{head}"messages":[{messages}]}}'.encode()
+
+    def _finish(
+        self, run_id: str, worker: str, session: SessionRow, call_id: str, reservation: int,
+        raw: int, set_key: str, prices: billing.Prices, outcome: Outcome,
+    ) -> None:
+        at = self.clock.now()
+        body = outcome.body or {}
+        usage = body.get("usage") if outcome.kind == "answered" else None
+        with self.store.transaction() as db:
+            if outcome.kind == "refused":
+                Wallets.release(db, session.wallet_id, reservation)
+                db.execute("UPDATE model_calls SET state = 'refused', response = ? WHERE id = ?",
+                           (canonical_text(body), call_id))
+                event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="refused",
+                      status=outcome.status, detail=outcome.detail, charge=0,
+                      released=reservation)
+                RunStore.end(db, run_id, "model_error", at, worker=worker)
+                return
+            if not isinstance(usage, dict):
+                # BIL-03, RUN-12: outcome or cost unknown; the reservation stays held.
+                db.execute(
+                    "UPDATE model_calls SET state = 'cost_pending', response = ? WHERE id = ?",
+                    (canonical_text(body) if body else None, call_id),
+                )
+                event(db, run_id, "model_call.finished", at, call_id=call_id,
+                      outcome=outcome.kind, detail=outcome.detail, usage=None,
+                      cost_pending=reservation)
+                reason = "model_timeout" if outcome.kind == "timeout" else \
+                    "cost_pending_reconciliation"
+                RunStore.end(db, run_id, reason, at, worker=worker)
+                return
+            prompt, completion, cached = _usage(usage)
+            charge = billing.charge(prices, prompt, cached, completion)
+            collected = Wallets.settle(db, session.wallet_id, reservation, charge)
+            db.execute(
+                "UPDATE model_calls SET state = 'settled', charge = ?, usage = ?, response = ? "
+                "WHERE id = ?",
+                (collected, canonical_text(usage), canonical_text(body), call_id),
+            )
+            # CTX-08/09: the raw estimate of the request sent, paired with the real count.
+            Store.insert(db, "calibration_samples", "cs",
+                         ("tenant", "set_key", "raw", "real", "model_call_id"),
+                         (session.tenant, set_key, raw, prompt, call_id))
+            db.execute("UPDATE sessions SET last_raw = ?, last_real = ? WHERE id = ?",
+                       (raw, prompt, session.session_id))
+            event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="answered",
+                  usage=usage, charge=charge, collected=collected,
+                  released=reservation - collected)
+            held = db.execute(
+                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
+                (run_id, worker),
+            ).fetchone()
+            if held is not None:
+                self._apply(db, run_id, worker, session, call_id, body, at)
+
+    def _apply(
+        self, db: Any, run_id: str, worker: str, session: SessionRow, call_id: str,
+        body: dict[str, Any], at: float,
+    ) -> None:
+        """The model's turn (RUN-06): text, a reserved request, or a tool plan."""
+        choices = body.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+        content = message.get("content")
+        calls = message.get("tool_calls") or []
+        assistant: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            assistant["tool_calls"] = calls
+        append(db, session.session_id, "execution", assistant)
+        if isinstance(content, str) and content:
+            append(db, session.session_id, "formal", {"type": "assistant", "text": content})
+        reserved = [c for c in calls if c.get("function", {}).get("name") in _RESERVED]
+        if reserved:
+            name = reserved[0]["function"]["name"]
+            append(db, session.session_id, "formal", {
+                "type": name.removeprefix("arck_"), "arguments": reserved[0]["function"].get(
+                    "arguments", "")})
+            db.execute("UPDATE sessions SET pending_reserved = ? WHERE id = ?",
+                       (reserved[0]["id"], session.session_id))
+            RunStore.end(db, run_id, _RESERVED[name], at, worker=worker)
+            return
+        if not calls:
+            RunStore.end(db, run_id, "completed", at, worker=worker)
+            return
+        budgets = self._budgets(session)
+        ids = []
+        for call in calls:
+            function = call.get("function", {})
+            name = str(function.get("name", ""))
+            arguments = str(function.get("arguments", ""))
+            call_ref = Store.insert(
+                db, "tool_calls", "tc",
+                ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
+                 "state"),
+                (run_id, call_id, str(call.get("id", "")), name, arguments,
+                 budgets.get(name, DEFAULT_BUDGET), "dispatchable"),
+            )
+            ids.append(call_ref)
+            append(db, session.session_id, "formal", {
+                "type": "tool_call", "call_id": call_ref, "name": name, "arguments": arguments})
+        # RUN-16: the plan is formally accepted once the batch is stored as dispatchable.
+        db.execute("UPDATE runs SET state = 'waiting_tools', worker = NULL WHERE id = ?",
+                   (run_id,))
+        event(db, run_id, "tool_plan.accepted", at, call_ids=ids)
+
+    def _budgets(self, session: SessionRow) -> dict[str, int]:
+        """Each tool's max_result_context_bytes, from the session's pinned version (DEF-05)."""
+        version = self.store.version(session.tenant, session.agent_version)
+        assert version is not None
+        tool_set = self.store.tool_set(session.tenant, version.tool_set_id)
+        assert tool_set is not None
+        return {t.name: t.max_result_context_bytes for t in tool_set.tools}
+
+
+def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:
+    def number(value: Any) -> int:
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    details = usage.get("prompt_tokens_details") or {}
+    return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
+            number(details.get("cached_tokens") if isinstance(details, dict) else 0))
+

@@ -1,0 +1,265 @@
+"""Runs against the simulated provider, in-process on one virtual clock (docs/runs.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+from collections.abc import Awaitable, Callable
+from fractions import Fraction
+from typing import Any
+
+import httpx
+
+from arck.reference.app import create_app
+from arck.simulator.clock import VirtualClock
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall, script_tag
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
+CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
+           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
+           "prices": PRICES}
+RESERVATION = math.ceil((100_000 * 2_000_000 + 4_000 * 8_000_000) / 1_000_000)
+SCHEMA = {"type": "object"}
+
+World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock]
+
+
+def scenario(test: Callable[[World], Awaitable[None]]) -> None:
+    async def main() -> None:
+        clock = VirtualClock()
+        provider = SimulatedProvider(clock=clock)
+        app = create_app(clock=clock, provider_transport=provider.async_transport())
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://reference.test", headers=FULL) as client:
+            try:
+                await test((client, provider, clock))
+            finally:
+                await app.state.runtime.aclose()
+
+    asyncio.run(main())
+
+
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def version(client: httpx.AsyncClient, script: str, budget: int = 1024) -> str:
+    binding = await post(client, "/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": budget}
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
+    channel = await post(client, "/v1/channels", CHANNEL)
+    answer = await post(client, "/v1/agents/agent-1/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"You help. {script_tag(script)}"})
+    assert answer["max_context_tokens"] == 256_000
+    return str(answer["agent_version"])
+
+
+async def session(client: httpx.AsyncClient, script: str, funds: int = 10 * RESERVATION) -> Any:
+    wallet = await post(client, "/v1/wallets", {"name": "w"})
+    if funds:
+        await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
+    av = await version(client, script)
+    return await post(client, "/v1/sessions", {"agent_version": av,
+                                               "wallet_id": wallet["wallet_id"]})
+
+
+async def run(client: httpx.AsyncClient, session_id: str, text: str) -> Any:
+    return await post(client, f"/v1/sessions/{session_id}/runs", {"input": text})
+
+
+async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
+    for _ in range(200):
+        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
+        if snapshot["state"] in {"ended", "waiting_tools"}:
+            return snapshot
+        await clock.sleep(1.0)
+    raise AssertionError(f"run {run_id} never settled: {snapshot}")
+
+
+async def events(client: httpx.AsyncClient, run_id: str, kind: str) -> list[Any]:
+    answer = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
+    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
+    return [e["data"] for e in answer if e["type"] == kind]
+
+
+def test_text_completes_and_is_charged_exactly() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(text="Done.")])
+        s = await session(client, "s")
+        r = await run(client, s["session_id"], "Hello")
+        assert (r["state"], r["end_reason"]) == ("queued", None)
+        assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
+        [finished] = await events(client, r["run_id"], "model_call.finished")
+        usage = finished["usage"]
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        expected = math.ceil(((usage["prompt_tokens"] - cached) * 2_000_000 + cached * 500_000
+                              + usage["completion_tokens"] * 8_000_000) / 1_000_000)
+        assert finished["charge"] == expected
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert wallet == {"wallet_id": s["wallet_id"], "name": "w",
+                          "balance": 10 * RESERVATION - expected, "reserved": 0,
+                          "available": 10 * RESERVATION - expected, "charged": expected}
+        [sent] = provider.recorded()
+        body = json.loads(sent.body)
+        assert body["max_completion_tokens"] == 4_000
+        assert dict(sent.headers)["idempotency-key"].startswith("mc-")
+        history = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()["items"]
+        assert history == [{"type": "user", "text": "Hello"},
+                           {"type": "assistant", "text": "Done."}]
+
+    scenario(test)
+
+
+def test_input_and_approval_requests_end_with_their_reasons() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(request_input="Which order?"),
+                                  Step(request_approval="Refund?"), Step(text="Refunded.")])
+        s = await session(client, "s")
+        reasons = []
+        for text in ("Refund me", "A-7", "yes"):
+            r = await run(client, s["session_id"], text)
+            reasons.append((await settled(client, clock, r["run_id"]))["end_reason"])
+        assert reasons == ["input_required", "approval_required", "completed"]
+        sent = provider.recorded()
+        sizes = [len(json.loads(r.body)["messages"]) for r in sent]
+        assert [r.messages_common for r in sent] == [None, *sizes[:-1]]  # each extends the last
+
+    scenario(test)
+
+
+def test_tool_call_waits_for_its_receipt_projected_once() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={"id": 7})]),
+                                  Step(text="Here it is."), Step(text="Again.")])
+        s = await session(client, "s")
+        r = await run(client, s["session_id"], "Find order 7")
+        assert (await settled(client, clock, r["run_id"]))["state"] == "waiting_tools"
+        [call] = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()["tool_calls"]
+        assert (call["name"], call["state"]) == ("lookup", "dispatchable")
+        result = {"id": 7, "status": "shipped", "notes": "x" * 5000}
+        receipt = {"receipt_id": "rc-1", "kind": "completed", "result": result}
+        path = f"/v1/tool-calls/{call['call_id']}/receipts"
+        assert (await post(client, path, receipt, 200))["replayed"] is False
+        assert (await post(client, path, receipt, 200))["replayed"] is True
+        assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
+        r2 = await run(client, s["session_id"], "Thanks")
+        assert (await settled(client, clock, r2["run_id"]))["end_reason"] == "completed"
+        bodies = [r.body for r in provider.recorded()]
+        for before, after in itertools.pairwise(bodies):
+            assert after.startswith(before[:-2])  # messages byte for byte, plus new ones
+        tool_message = json.loads(bodies[1])["messages"][3]
+        projected = json.loads(tool_message["content"])
+        assert projected["truncation"]["original_bytes"] > 1024
+        assert len(tool_message["content"].encode()) <= 1024
+        formal = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()["items"]
+        assert {"type": "receipt", "call_id": call["call_id"], **receipt} in formal
+
+    scenario(test)
+
+
+def test_calibration_arithmetic_is_exact() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(text="one"), Step(text="two"), Step(text="three")])
+        s = await session(client, "s")
+        started, finished = [], []
+        for text in ("first question", "second", "third one please"):
+            r = await run(client, s["session_id"], text)
+            await settled(client, clock, r["run_id"])
+            started += await events(client, r["run_id"], "model_call.started")
+            finished += await events(client, r["run_id"], "model_call.finished")
+        first = started[0]
+        assert first["calibrated_estimate"] == first["raw_estimate"]  # no sample: raw
+        assert first["coefficient"] == 1.0
+        samples: list[tuple[int, int]] = []
+        for i, event in enumerate(started):
+            if samples:
+                c = Fraction(sum(b for _, b in samples), sum(a for a, _ in samples))
+                last_raw, last_real = samples[-1]
+                assert event["calibrated_estimate"] == last_real + math.ceil(
+                    c * (event["raw_estimate"] - last_raw))
+            assert event["effective_budget"] == 100_000 - 2_000
+            assert event["compaction"] == {"decision": "none", "reason": "below 70%"}
+            assert event["reservation"] == RESERVATION
+            samples.append((event["raw_estimate"], finished[i]["usage"]["prompt_tokens"]))
+
+    scenario(test)
+
+
+def test_insufficient_balance_never_sends() -> None:
+    async def test(world: World) -> None:
+        client, provider, _ = world
+        s = await session(client, "s", funds=RESERVATION - 1)
+        r = await run(client, s["session_id"], "Hello")
+        assert (r["state"], r["end_reason"]) == ("ended", "insufficient_balance")
+        assert provider.recorded() == []
+
+    scenario(test)
+
+
+def test_slow_answer_times_out_on_the_virtual_clock_without_resend() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(text="late", faults=[SlowAnswer(seconds=120)])])
+        s = await session(client, "s")
+        start = clock.now()
+        r = await run(client, s["session_id"], "Hello")
+        assert (await settled(client, clock, r["run_id"]))["end_reason"] == "model_timeout"
+        assert 30 <= clock.now() - start <= 31
+        assert len(provider.recorded()) == 1
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (RESERVATION, 0)  # cost-pending
+
+    scenario(test)
+
+
+def test_many_runs_on_one_wallet_conserve_money() -> None:
+    async def test(world: World) -> None:
+        client, _, clock = world
+        wallet = await post(client, "/v1/wallets", {"name": "shared"})
+        funds = 3 * RESERVATION + 5
+        await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
+        av = await version(client, "none")
+        runs = []
+        for i in range(6):
+            s = await post(client, "/v1/sessions", {"agent_version": av,
+                                                    "wallet_id": wallet["wallet_id"]})
+            runs.append(await run(client, s["session_id"], f"question {i}"))
+        charged = 0
+        reasons = []
+        for r in runs:
+            reasons.append((await settled(client, clock, r["run_id"]))["end_reason"])
+            charged += sum(f["charge"] for f in
+                           await events(client, r["run_id"], "model_call.finished"))
+        after = (await client.get(f"/v1/wallets/{wallet['wallet_id']}")).json()
+        assert set(reasons) <= {"completed", "insufficient_balance"}
+        assert "completed" in reasons
+        assert after["charged"] == charged
+        assert after["balance"] + after["charged"] == funds
+        assert after["reserved"] == 0
+
+    scenario(test)
+
+
+def test_session_keeps_its_version() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        s = await session(client, "old")
+        await version(client, "new")  # a newer version of the same agent
+        r = await run(client, s["session_id"], "Hello")
+        await settled(client, clock, r["run_id"])
+        [sent] = provider.recorded()
+        assert sent.conversation == "old"
+
+    scenario(test)
