@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -69,13 +70,18 @@ class Display:
             self.progress.update(self.task, advance=1, description=r.check_id)
         if r.status in (Status.FAIL, Status.NOT_TESTABLE, Status.WARN):
             style = STYLE[r.status]
-            self.console.print(
-                f"[{style}]{r.status.value.upper()}[/] {r.check_id} "
-                f"[{', '.join(r.requirements)}]: {r.message[:500]}",
-                markup=True,
-            )
-            if r.replay:
-                self.console.print(f"  replay: {r.replay}", markup=False)
+            # Every distinct failure, each with its own replay line; a not-testable check has
+            # none and shows its message.
+            shown = [(f.message, f.replay) for f in r.failures] or [(r.message, r.replay)]
+            for n, (message, replay) in enumerate(shown, 1):
+                which = f" ({n} of {len(shown)})" if len(shown) > 1 else ""
+                self.console.print(
+                    f"[{style}]{r.status.value.upper()}[/] {escape(r.check_id)}{which} "
+                    f"[{escape(', '.join(r.requirements))}]: {escape(message[:500])}",
+                    markup=True,
+                )
+                if replay:
+                    self.console.print(f"  replay: {replay}", markup=False)
 
     def _done(self, event: RunFinished) -> None:
         if self.progress is not None:
