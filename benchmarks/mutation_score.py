@@ -288,12 +288,15 @@ def suite(code_root: Path, timeout: float) -> tuple[str, float]:
 
     `--strict`: a recommended requirement the mutant breaks (BUD-10's cuts inside escapes or
     clusters, BUD-13's unused budget) is reported as a warning, which the suite did catch;
-    without it such a mutant would count as a survivor.
+    without it such a mutant would count as a survivor. `--check-timeout 60`: a mutant that
+    makes a check hang (a cut loop that never advances) is "not testable", which fails the run
+    as it would a user's CI; `--timeout` stays the backstop for a hang outside any check.
     """
     report_dir = code_root / "report"
     command = [
         sys.executable, "-m", "arck.conformance.cli", "run", "--target", "reference",
         "--profile", "quick", "--requirements", REQUIREMENTS, "--seed", "0", "--strict",
+        "--check-timeout", "60",
         "--report-dir", str(report_dir),
     ]  # fmt: skip
     start = time.monotonic()

@@ -19,6 +19,7 @@ from arck.conformance.oracle import escaped_size, non_text_blocks, size
 __all__ = [
     "EDGE_BUDGETS",
     "PRESERVED_KEYS",
+    "SIZED_UNITS",
     "SNIPPETS",
     "TRAP_FLOATS",
     "adversarial_snippets",
@@ -32,6 +33,7 @@ __all__ = [
     "multimodal_over_budget_cases",
     "multimodal_results",
     "over_budget_cases",
+    "preserved_quarter_case",
     "preserved_quarter_cases",
     "sized_string",
     "unencodable_results",
@@ -148,7 +150,7 @@ Builder = Callable[[int, str], Any]  # (repeat count, ASCII pad) -> value; size 
 
 
 # Units whose escaped cost differs from their character count: 1, 2, 3, 4 and 6 bytes.
-_SIZED_UNITS = ("a", "é", "中", "😀", "\\", '"', "\u0001", "\n")
+SIZED_UNITS = ("a", "é", "中", "😀", "\\", '"', "\u0001", "\n")
 
 
 def sized_string(unit: str, total: int) -> str:
@@ -162,7 +164,7 @@ def _edge_scalars() -> st.SearchStrategy[Any]:
     """Scalars at BUD-22's 128-byte limit: 126 to 131 canonical bytes, in every byte width,
     and integers of 127 to 130 digits; they are preserved up to 128 bytes and never past it."""
     return st.one_of(
-        st.builds(sized_string, st.sampled_from(_SIZED_UNITS), st.integers(126, 131)),
+        st.builds(sized_string, st.sampled_from(SIZED_UNITS), st.integers(126, 131)),
         st.builds(lambda n, sign: sign * (10**n - 1), st.integers(127, 130),
                   st.sampled_from((1, -1))),
     )
@@ -321,19 +323,16 @@ def within_budget_cases(draw: st.DrawFn) -> tuple[int, Any]:
     return budget, draw(st.one_of(large_results(low, budget), small))
 
 
-@st.composite
-def preserved_quarter_cases(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
+def preserved_quarter_case(budget: int, unit: str, key: str, over: int) -> tuple[int, Any]:
     """``(budget, result)`` whose preserved-field candidates fill floor(budget / 4) bytes of
-    `preserved_fields` exactly, or miss it by one byte either way (BUD-22).
+    `preserved_fields` exactly (``over == 0``), or miss it by ``over`` bytes (BUD-22).
 
-    Candidates sit at `/gNNN/<key>` in pointer order; the last sized one lands on the edge,
-    and a short `/g999/id` follows that fits only when the one before it was skipped: greedy
-    filling keeps it, filling in order and stopping does not.
+    Candidates sit at `/gNNN/<key>` in pointer order, values of ``unit`` padded to exact sizes;
+    the last sized one lands on the edge, and a short `/g999/id` follows that fits only when
+    the one before it was skipped: greedy filling keeps it, filling in order and stopping does
+    not.
     """
-    budget = draw(budgets())
-    target = budget // 4 + draw(st.sampled_from((-1, 0, 1)))
-    unit = draw(st.sampled_from(_SIZED_UNITS))
-    key = draw(st.sampled_from(PRESERVED_KEYS))
+    target = budget // 4 + over
     result: dict[str, Any] = {}
     total = 2  # the braces of preserved_fields
     for i in range(999):
@@ -348,6 +347,18 @@ def preserved_quarter_cases(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
     result["g999"] = {"id": 0}
     result["note"] = _filler(budget)
     return budget, result
+
+
+def preserved_quarter_cases() -> st.SearchStrategy[tuple[int, Any]]:
+    """`preserved_quarter_case` over budgets, units of every byte width, keys, and the fit
+    exactly / one byte short / one byte over."""
+    return st.builds(
+        preserved_quarter_case,
+        budgets(),
+        st.sampled_from(SIZED_UNITS),
+        st.sampled_from(PRESERVED_KEYS),
+        st.sampled_from((-1, 0, 1)),
+    )
 
 
 # --- values JSON cannot hold (BUD-05) ----------------------------------------------------
