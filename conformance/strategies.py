@@ -33,6 +33,7 @@ __all__ = [
     "multimodal_over_budget_cases",
     "multimodal_results",
     "over_budget_cases",
+    "preserved_first_entry_case",
     "preserved_quarter_case",
     "preserved_quarter_cases",
     "sized_string",
@@ -346,6 +347,15 @@ def preserved_quarter_case(budget: int, unit: str, key: str, over: int) -> tuple
             break
     result["g999"] = {"id": 0}
     result["note"] = _filler(budget)
+    return budget, result
+
+
+def preserved_first_entry_case(budget: int, over: int) -> tuple[int, Any]:
+    """``(budget, result)`` whose first preserved-field candidate alone makes `preserved_fields`
+    floor(budget / 4) + ``over`` bytes (a long key in its pointer), then a short `/z/id` that
+    fits only when the first was skipped (BUD-22)."""
+    key = "k" * (budget // 4 + over - 2 - 1 - 100 - size("//status"))  # braces, colon, value
+    result = {key: {"status": sized_string("a", 100)}, "z": {"id": 0}, "note": _filler(budget)}
     return budget, result
 
 
