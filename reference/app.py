@@ -178,8 +178,8 @@ def create_app(
 
         return dependency
 
-    async def json_body(request: Request) -> Any:
-        """Dependency: the body, at most `engine.body_limit` bytes, parsed strictly."""
+    async def limited_body(request: Request) -> bytes:
+        """The body, refused with 413 once it is over `engine.body_limit` bytes."""
         declared = request.headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > engine.body_limit:
             raise BodyTooLarge(f"the body is over {engine.body_limit} bytes", "Content-Length")
@@ -190,7 +190,11 @@ def create_app(
             if size > engine.body_limit:
                 raise BodyTooLarge(f"the body is over {engine.body_limit} bytes")
             chunks.append(chunk)
-        return await run_in_threadpool(engine.parse_body, b"".join(chunks))
+        return b"".join(chunks)
+
+    async def json_body(request: Request) -> Any:
+        """Dependency: the body, at most `engine.body_limit` bytes, parsed strictly."""
+        return await run_in_threadpool(engine.parse_body, await limited_body(request))
 
     # Dependencies are defaults, not `Annotated` metadata: with postponed annotations FastAPI
     # resolves annotation strings in module globals, where these closures do not exist.
@@ -283,17 +287,7 @@ def create_app(
 
     async def inline_body(request: Request) -> Any:
         """Dependency: as `json_body`, parsed on the event loop (see runtime/routes.py)."""
-        declared = request.headers.get("content-length", "")
-        if declared.isascii() and declared.isdigit() and int(declared) > engine.body_limit:
-            raise BodyTooLarge(f"the body is over {engine.body_limit} bytes", "Content-Length")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > engine.body_limit:
-                raise BodyTooLarge(f"the body is over {engine.body_limit} bytes")
-            chunks.append(chunk)
-        return engine.parse_body(b"".join(chunks))
+        return engine.parse_body(await limited_body(request))
 
     workers = Workers(
         engine.store, RunStore(engine.store), ModelClient(provider_transport, clock), clock

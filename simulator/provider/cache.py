@@ -8,17 +8,19 @@ what is appended, not with history length.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from arck.simulator.provider.prompt import Segment
 
-__all__ = ["PromptCache"]
+__all__ = ["PromptCache", "common_prefix"]
 
 
 class _Node(dict[Segment, "_Node"]):
     """Children keyed by their segment's tokens."""
 
 
-def _shared(a: Segment, b: Segment) -> int:
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items two sequences share."""
     size = 0
     for left, right in zip(a, b, strict=False):
         if left != right:
@@ -40,7 +42,7 @@ class PromptCache:
             if child is None:
                 if not diverged:
                     # Segments end with a unique marker, so nothing past this one can match.
-                    matched += max((_shared(segment, seen) for seen in node), default=0)
+                    matched += max((common_prefix(segment, seen) for seen in node), default=0)
                     diverged = True
                 child = node[segment] = _Node()
             elif not diverged:

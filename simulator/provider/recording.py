@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arck.simulator.provider.cache import common_prefix
+
 __all__ = ["RecordedRequest", "Recording"]
 
 _BLOCK = 4096
@@ -59,12 +61,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 def _common_count(a: Sequence[str] | None, b: Sequence[str] | None) -> int | None:
     if a is None or b is None:
         return None
-    size = 0
-    for left, right in zip(a, b, strict=False):
-        if left != right:
-            break
-        size += 1
-    return size
+    return common_prefix(a, b)
 
 
 class Recording:
