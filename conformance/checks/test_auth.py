@@ -1,10 +1,15 @@
-"""AUTH: credentials and tenant boundaries (SPEC §9) for the configuration and dry-run API."""
+"""AUTH: credentials and tenant boundaries (SPEC §9) for the configuration and dry-run API;
+the profile's 404 for another tenant's resources (PRO-02)."""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.judge import refused
+from arck.simulator.target import Exchange
 
 
 def _operations(ctx: CheckContext) -> list[tuple[str, str]]:
@@ -58,3 +63,33 @@ def test_tenants_are_isolated(ctx: CheckContext) -> None:
     exchange = ctx.target.publish_agent_version(ctx.agent_id, body, role="other_tenant")
     expect(refused(exchange), "AUTH-03",
            "another tenant's tool set not usable in a new agent version", exchange.describe)
+
+
+def _same_answer(theirs: Exchange, their_id: str, blank: Exchange, unknown_id: str) -> bool:
+    """Whether two answers are the same once each names its own id the same way."""
+    return theirs.status == blank.status and theirs.body.replace(
+        their_id.encode(), b"<id>") == blank.body.replace(unknown_id.encode(), b"<id>")
+
+
+@check("PRO-02")
+def test_other_tenants_resources_are_not_found(ctx: CheckContext) -> None:
+    """Another tenant's version and tool set are 404, answered exactly as an id that exists
+    nowhere is: existence across tenants is not revealed (a 403 would reveal it)."""
+    version = ctx.version(1024)
+    unknown = "arck-no-such-id-0"
+    reads: tuple[tuple[str, Callable[[str], Exchange], str], ...] = (
+        ("GET the version", lambda rid: ctx.target.get_agent_version(rid, role="other_tenant"),
+         version.agent_version),
+        ("GET the tool set", lambda rid: ctx.target.get_tool_set(rid, role="other_tenant"),
+         version.tool_set_id),
+        ("dry-run the version", lambda rid: ctx.dry_run(
+            dataclasses.replace(version, agent_version=rid), {"ok": True}, role="other_tenant"),
+         version.agent_version),
+    )
+    for what, read, their_id in reads:
+        theirs, blank = read(their_id), read(unknown)
+        expect(theirs.status == 404, "PRO-02", f"404 when another tenant tries to {what}",
+               theirs.describe)
+        expect(_same_answer(theirs, their_id, blank, unknown), "PRO-02",
+               f"the same answer as for an unknown id when another tenant tries to {what}",
+               lambda: f"{theirs.describe()} against {blank.describe()}")  # noqa: B023

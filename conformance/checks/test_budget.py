@@ -7,13 +7,14 @@ numbers are only ever compared against it.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 from hypothesis import strategies as st
 
 from arck.conformance import oracle
 from arck.conformance import strategies as s
-from arck.conformance.checking import expect, property_check
+from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure
 from arck.conformance.judge import answer, context_preview, refused
@@ -541,3 +542,191 @@ def test_general_limits(ctx: CheckContext, case: Any) -> None:
     expect(refused(exchange) and "/mock_receipts/0/result" in exchange.body.decode("utf-8",
            "replace"), "BUD-23", f"a result over the {case} limit refused naming "
            "/mock_receipts/0/result…", exchange.describe)
+
+
+# -- head and tail split (profile, BUD-21) --------------------------------------------------
+
+_ASCII = st.characters(min_codepoint=0, max_codepoint=0x7F)
+
+
+@st.composite
+def _ascii_over_budget_cases(draw: st.DrawFn) -> tuple[int, Any]:
+    """Over-budget results whose canonical text is ASCII, escapes included. Between two ASCII
+    characters outside an escape there is always a cluster boundary (the canonical text holds
+    no raw CR LF), so the profile's cuts can be computed exactly, with no segmenter."""
+    budget = draw(s.budgets())
+    unit = draw(st.text(_ASCII, min_size=1, max_size=16))
+    text = unit * (draw(st.sampled_from((1, 2, 5))) * budget // oracle.escaped_size(unit) + 1)
+    fields = draw(st.dictionaries(st.sampled_from((*PRESERVED_KEYS, "note")),
+                                  st.one_of(st.integers(-(10**6), 10**6),
+                                            st.text(_ASCII, max_size=24)), max_size=3))
+    shape = draw(st.sampled_from(("string", "list", "object")))
+    if shape == "string":
+        return budget, text
+    return budget, [fields, text] if shape == "list" else {**fields, "log": text}
+
+
+def _profile_cuts(text: str, available: int) -> tuple[int, int]:
+    """(head end, tail start) by the profile on an ASCII text: the head is the longest prefix
+    costing at most floor(available / 2) bytes inside a JSON string, cut outside an escape;
+    the tail the shortest suffix after it costing at most what the head left, likewise."""
+    cost: dict[str, int] = {}
+    costs = [0]
+    for ch in text:
+        if ch not in cost:
+            cost[ch] = oracle.escaped_size(ch)
+        costs.append(costs[-1] + cost[ch])
+    escapes = oracle.EscapeIndex(text)
+    head = bisect_right(costs, available // 2) - 1
+    while head > 0 and escapes.inside(head):
+        head -= 1
+    tail = max(head, bisect_left(costs, costs[-1] - (available - costs[head])))
+    while tail < len(text) and escapes.inside(tail):
+        tail += 1
+    return head, tail
+
+
+SPLIT_EXAMPLES = (
+    (1024, "x" * 3000),  # one of 1024 and 1025 leaves an odd number of bytes: head gets less
+    (1025, "x" * 3000),
+    (1024, "\u0001" * 1000),  # `\u0001` costs 7 bytes in a preview: cuts stop short of one
+    (1031, {"status": "ok", "log": 'a"b\\c\n' * 600}),
+)
+
+
+@property_check("BUD-21", cases=_ascii_over_budget_cases(), examples=SPLIT_EXAMPLES)
+def test_head_and_tail_split(ctx: CheckContext, case: Any) -> None:
+    """The bytes left after the wrapper and preserved fields are split evenly, head first;
+    whatever the head's cut leaves unused goes to the tail."""
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-21")
+    head, tail = _text_projection(preview, "BUD-21")
+    projected = preview["result"]
+    available = budget - oracle.size({**projected, "preview": {"head": "", "tail": ""}})
+    text = oracle.canonical_text(result)
+    want_head, want_tail = _profile_cuts(text, available)
+    seen = (len(head), len(text) - len(tail))
+    expect(
+        seen == (want_head, want_tail),
+        "BUD-21",
+        f"head = text[:{want_head}] and tail = text[{want_tail}:] ({available} bytes left for "
+        f"the two: {available // 2} for the head, what it leaves for the tail)",
+        f"head = text[:{seen[0]}] ({oracle.escaped_size(head)} bytes), tail = text[{seen[1]}:] "
+        f"({oracle.escaped_size(tail)} bytes)",
+    )
+
+
+# -- depth counts containers (profile, BUD-23) -----------------------------------------------
+
+DEPTHS = (
+    ("512 arrays around a scalar", b"[" * 512 + b"1" + b"]" * 512, True),
+    ("512 objects around a scalar", b'{"a":' * 512 + b"1" + b"}" * 512, True),
+    ("256 array-object pairs around a string", b'[{"a":' * 256 + b'"x"' + b"}]" * 256, True),
+    ("513 objects around a scalar", b'{"a":' * 513 + b"1" + b"}" * 513, False),
+    ("513 arrays around a scalar", b"[" * 513 + b"1" + b"]" * 513, False),
+)
+
+
+@check("BUD-23")
+def test_depth_counts_containers(ctx: CheckContext) -> None:
+    """Depth counts containers, not scalars: `[[1]]` is 2 levels, so 512 containers around a
+    scalar pass and 513 are refused, naming /mock_receipts/0/result…."""
+    version = ctx.version(1024)
+    for what, raw, passes in DEPTHS:
+        exchange = ctx.target.dry_run(ctx.raw_dry_run_body(version, raw))
+        if passes:
+            expect(200 <= exchange.status < 300, "BUD-23", f"{what} measured (2xx)",
+                   exchange.describe)
+        else:
+            expect(refused(exchange) and "/mock_receipts/0/result" in exchange.body.decode(
+                "utf-8", "replace"), "BUD-23",
+                f"{what} refused naming /mock_receipts/0/result…", exchange.describe)
+
+
+# -- which results are multimodal, and when they are cut (profile, BUD-21) --------------------
+
+
+def _image(data_bytes: int) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                        "data": "A" * data_bytes}}
+
+
+def _text_part_at(budget: int, over: int) -> dict[str, Any]:
+    """A multimodal result whose text part (size − size of the attachments array) is
+    `budget + over` bytes, and whose whole size is far over the budget."""
+    image = _image(4 * budget)
+    block: dict[str, Any] = {"type": "text", "text": ""}
+    result: dict[str, Any] = {"content": [block, image], "status": "ok"}
+    block["text"] = "t" * (budget + over - (oracle.size(result) - oracle.size([image])))
+    return result
+
+
+_NOT_MULTIMODAL: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("a block with no type", {"content": [_image(3000), {"text": "t" * 3000}]}),
+    ("a block that is not an object", {"content": [_image(3000), "plain " * 500]}),
+    ("a block whose type is not a string",
+     {"content": [_image(3000), {"type": 1, "text": "t" * 3000}]}),
+    ("content that is not an array", {"content": _image(3000), "note": "t" * 3000}),
+)
+
+
+@check("BUD-21")
+def test_multimodal_detection_and_text_part(ctx: CheckContext) -> None:
+    """A result is multimodal only when `content` is an array of objects each with a string
+    `type`, one not "text"; otherwise it is projected as text-only. A multimodal result is
+    left unchanged while its text part (size − size of the attachments array) fits the
+    budget, and projected one byte past it, blocks replaced by {"type", "attachment": i}."""
+    budget = 1024
+    for what, plain in _NOT_MULTIMODAL:
+        projected = _preview(ctx, budget, plain, "BUD-21")["result"]
+        keys = sorted(projected) if isinstance(projected, dict) else type(projected).__name__
+        expect(isinstance(projected, dict) and "attachments" not in projected
+               and "preview" in projected, "BUD-21",
+               f"a text-only projection (preview, no attachments) for content with {what}",
+               f"a result with members {keys}")
+    for over in (-1, 0):
+        result = _text_part_at(budget, over)
+        preview = _preview(ctx, budget, result, "BUD-21")
+        expect(preview["truncated"] is False
+               and oracle.canonically_equal(preview["result"], result), "BUD-21",
+               f"a multimodal result left unchanged: its text part is {budget + over} bytes, "
+               f"within the budget {budget} (its whole size is {oracle.size(result)})",
+               f"truncated == {preview['truncated']!r}")
+    result = _text_part_at(budget, 1)
+    preview = _preview(ctx, budget, result, "BUD-21")
+    head, tail = _text_projection(preview, "BUD-21")
+    placeholder = {**result, "content": [result["content"][0], {"type": "image",
+                                                                "attachment": 0}]}
+    text = oracle.canonical_text(placeholder)
+    expect(preview["truncated"] is True and text.startswith(head) and text.endswith(tail),
+           "BUD-21", f"a text part of {budget + 1} bytes projected, head and tail cut from "
+           'the text with the image replaced by {"attachment": 0, "type": "image"}',
+           f"truncated == {preview['truncated']!r}, tail …{tail[-80:]!r}")
+
+
+# -- the preserved-field rule's fixed details, each shown by one result (profile, BUD-22) ------
+
+PRESERVED_EDGES = (
+    ("values of 128 canonical bytes are candidates, of 129 or more not, whatever the width",
+     2048, {"code": s.sized_string("é", 129), "error": s.sized_string("中", 128),
+            "state": s.sized_string("😀", 130), "type": s.sized_string("\u0001", 129),
+            "pad": _PAD * 3}),
+    ("the same depth is ordered by pointer, not as written: /code and /id fit, /next_cursor "
+     "would pass the quarter", 1024,
+     {"next_cursor": "n" * 120, "code": "c" * 120, "id": 1, "pad": _PAD}),
+    ("shallowest first: /type before /a/status, which would pass the quarter", 1024,
+     {"a": {"status": "s" * 120}, "type": "t" * 120, "pad": _PAD}),
+)
+
+
+@check("BUD-22")
+def test_preserved_fields_edges(ctx: CheckContext) -> None:
+    """Results that tell the profile's rule from near readings: 128 bytes, not characters;
+    shallowest first, then by pointer, not in document order."""
+    for what, budget, result in PRESERVED_EDGES:
+        projected = _preview(ctx, budget, result, "BUD-22")["result"]
+        want = _expected_preserved(result, budget)
+        got = projected.get("preserved_fields", {}) if isinstance(projected, dict) else None
+        expect(oracle.canonically_equal(got, want), "BUD-22",
+               f"preserved_fields keys {sorted(want)} ({what})",
+               lambda: f"keys {sorted(got) if isinstance(got, dict) else got!r}")  # noqa: B023

@@ -1,4 +1,4 @@
-"""DEF: tool definitions, tool sets and agent versions (SPEC §2)."""
+"""DEF: tool definitions, tool sets and agent versions (SPEC §2); the profile's tool rules."""
 
 from __future__ import annotations
 
@@ -130,3 +130,38 @@ def test_unknown_binding_refused(ctx: CheckContext) -> None:
         exchange = _publish(ctx, {**ctx.tool(None), "binding_id": foreign})
         expect(refused(exchange), "DEF-06", "another tenant's binding refused as unknown",
                exchange.describe)
+
+
+NAMES_TAKEN = ("a", "A" * 64, "Zz0_.-9")
+NAMES_REFUSED = ("", "a" * 65, "a b", "é", "a/b", "tool:x", "a\n")
+
+
+@check("PRO-02")
+def test_tool_definition_profile_rules(ctx: CheckContext) -> None:
+    """The profile's ToolDefinition: `name` matches ^[A-Za-z0-9_.-]{1,64}$ and is unique in its
+    tool set, both schemas are valid JSON Schema (2020-12) objects, unknown members are
+    refused; each refusal is 422 naming the path."""
+    tool = ctx.tool(None)
+    for name in NAMES_TAKEN:
+        exchange = _publish(ctx, {**tool, "name": name})
+        expect(200 <= exchange.status < 300, "PRO-02", f"a tool named {name!r} published",
+               exchange.describe)
+    refusals: list[tuple[Any, str, str]] = [
+        (_publish(ctx, {**tool, "name": name}), "/tools/0/name", f"a tool named {name!r}")
+        for name in NAMES_REFUSED
+    ]
+    refusals += [
+        (ctx.target.publish_tool_set({"name": ctx.name("tools"), "tools": [tool, tool]}),
+         "/tools/1/name", "two tools of one name"),
+        (_publish(ctx, {**tool, "arck_unknown": 1}), "/tools/0/arck_unknown",
+         "an unknown member"),
+        (_publish(ctx, {**tool, "input_schema": {"type": 5}}), "/tools/0/input_schema",
+         "an input_schema that is not a valid JSON Schema"),
+        (_publish(ctx, {**tool, "output_schema": {"minimum": "zero"}}), "/tools/0/output_schema",
+         "an output_schema that is not a valid JSON Schema"),
+        (_publish(ctx, {**tool, "output_schema": True}), "/tools/0/output_schema",
+         "an output_schema that is not an object (true is a schema, but not an object)"),
+    ]
+    for exchange, path, what in refusals:
+        expect(exchange.status == 422 and names(exchange, path), "PRO-02",
+               f"422 naming {path} for {what}", exchange.describe)

@@ -1,7 +1,8 @@
-"""DRY: the dry-run preview (SPEC §3)."""
+"""DRY: the dry-run preview (SPEC §3); mock receipts held to the limits of real ones (profile)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -112,3 +113,51 @@ def test_first_completed_receipt_previewed(ctx: CheckContext) -> None:
     preview = data.get("context_preview") if isinstance(data, dict) else None
     expect(isinstance(preview, dict) and preview.get("result") == {"n": 1}, "DRY-07",
            "the first completed receipt (arck-1) previewed", f"{str(preview)[:200]}")
+
+
+_DEEP = b"[" * 513 + b"]" * 513  # one level past BUD-23's 512
+
+
+def _receipts_body(ctx: CheckContext, receipts: tuple[tuple[str, bytes], ...]) -> bytes:
+    """A dry-run body whose mock receipts hold `(kind, raw result JSON)`, written as raw text
+    because json.dumps cannot write NaN, lone surrogates or 4,301 digits."""
+    version = ctx.version(1024)
+    head = json.dumps({"agent_version": version.agent_version, "tool_name": version.tool_name,
+                       "arguments": {}})[:-1].encode()
+    items = b",".join(
+        b'{"receipt_id":"arck-%d","kind":"%s","result":%s}' % (i, kind.encode(), raw)
+        for i, (kind, raw) in enumerate(receipts)
+    )
+    return head + b',"mock_receipts":[' + items + b"]}"
+
+
+MOCK_CASES: tuple[tuple[tuple[tuple[str, bytes], ...], int, str, str, str], ...] = (
+    ((("completed", b"1"), ("completed", _DEEP)), 422, "validation_failed", "/mock_receipts/1",
+     "a 513-level result in the second completed receipt (the first is the one previewed)"),
+    ((("progress", _DEEP), ("completed", b"1")), 422, "validation_failed", "/mock_receipts/0",
+     "a 513-level result in a progress receipt before the completed one"),
+    ((("completed", b"1"), ("failed", b"NaN")), 400, "invalid_json", "/mock_receipts/1",
+     "NaN in a failed receipt after the completed one"),
+    ((("completed", b"1"), ("completed", b'"\\udc00"')), 400, "invalid_json",
+     "/mock_receipts/1", "a lone surrogate in the second completed receipt"),
+    ((("accepted", b"1" * 4301), ("completed", b"1")), 400, "invalid_json", "/mock_receipts/0",
+     "an integer of 4,301 digits in an accepted receipt"),
+)
+
+
+@check("BUD-23", "PRO-01")
+def test_mock_receipts_validated_like_real_ones(ctx: CheckContext) -> None:
+    """Every mock receipt's result, previewed or not, is held to what a real one is: deeper
+    than 512 levels is 422; NaN, a lone surrogate or more than 4,300 digits cannot even be sent
+    (400 invalid_json); each refusal names /mock_receipts/i/result (BUD-23 names the path)."""
+    for receipts, status, code, receipt, what in MOCK_CASES:
+        exchange = ctx.target.dry_run(_receipts_body(ctx, receipts))
+        data = exchange.json_or_none()
+        error = data.get("error") if isinstance(data, dict) else None
+        path = error.get("path") if isinstance(error, dict) else None
+        where = f"{receipt}/result"
+        named = isinstance(path, str) and (path == where or path.startswith(where + "/"))
+        rid = "BUD-23" if status == 422 else "PRO-01"
+        expect(exchange.status == status and isinstance(error, dict)
+               and error.get("code") == code and named, rid,
+               f"{status} {code} at {where}… for {what}", exchange.describe)

@@ -1,4 +1,5 @@
-"""PRO-03: the served OpenAPI document is accurate — schemathesis drives every operation.
+"""PRO-03: the served OpenAPI document is public, holds every endpoint of the wire table, and is
+accurate — schemathesis drives every operation.
 
 Requests go through the same target seam as every other check (so rate caps and credentials
 apply); schemathesis generates them and judges each answer against the document.
@@ -6,6 +7,7 @@ apply); schemathesis generates them and judges each answer against the document.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -97,3 +99,39 @@ def _explore(ctx: CheckContext, operation: Any, examples: int) -> None:
     if ctx.seed is not None:
         explore = seed(ctx.seed)(explore)
     explore()
+
+
+# The profile's wire table: every endpoint the document must describe.
+WIRE_TABLE = (
+    ("post", "/v1/bindings"),
+    ("get", "/v1/bindings/{binding_id}"),
+    ("post", "/v1/tool-sets"),
+    ("get", "/v1/tool-sets/{tool_set_id}"),
+    ("post", "/v1/agents/{agent_id}/versions"),
+    ("get", "/v1/agent-versions/{agent_version}"),
+    ("post", "/v1/tools/dry-run"),
+    ("get", "/v1/health"),
+)
+_TEMPLATE = re.compile(r"\{[^}]*\}")
+
+
+@check("PRO-03")
+def test_openapi_document_is_public(ctx: CheckContext) -> None:
+    """`GET /openapi.json` answers without a credential (the profile's decision: the schema
+    holds no tenant data, and a harness needs it before choosing one) with an OpenAPI 3.1
+    document that holds every endpoint of the wire table (parameter names may differ)."""
+    doc = _document(ctx)
+    version = doc.get("openapi")
+    expect(isinstance(version, str) and version.startswith("3.1."), "PRO-03",
+           "an OpenAPI 3.1 document (openapi: 3.1.x)", f"openapi: {version!r}")
+    paths = doc.get("paths")
+    documented = {
+        (method.lower(), _TEMPLATE.sub("{}", path))
+        for path, item in (paths.items() if isinstance(paths, dict) else ())
+        if isinstance(item, dict)
+        for method in item
+    }
+    missing = [f"{m.upper()} {p}" for m, p in WIRE_TABLE
+               if (m, _TEMPLATE.sub("{}", p)) not in documented]
+    expect(not missing, "PRO-03", "every endpoint of the profile's wire table documented",
+           f"missing: {', '.join(missing)}")
