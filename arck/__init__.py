@@ -7,6 +7,6 @@ and are imported only through this namespace (see ARCHITECTURE.md).
 from __future__ import annotations
 
 __version__ = "0.1.0"
-PROTOCOL_REVISION = "2026-11"
+PROTOCOL_REVISION = "2026-12"
 
 __all__ = ["PROTOCOL_REVISION", "__version__"]

@@ -339,6 +339,13 @@ def _install_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
+        if exc.status_code in (404, 405):
+            # No route, or not this method: still 401 first without a valid credential, as on
+            # every endpoint (profile: 401 → 403 → 404 → 422).
+            try:
+                request.app.state.engine.authenticate(request.headers.get("authorization"))
+            except ApiError as refused:
+                return _error_response(refused)
         code = _HTTP_CODES.get(exc.status_code, "validation_failed")
         body = {"error": {"code": code, "message": str(exc.detail), "path": ""}}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)

@@ -209,6 +209,14 @@ class Engine:
         return tool_set
 
     def publish_version(self, principal: Principal, agent_id: str, data: object) -> AgentVersion:
+        """Resources named in the body are looked up (404) before the rest is validated
+        (422), as for a dry-run (profile: 401 → 403 → 404 → 422)."""
+        if isinstance(data, dict):
+            for name, find in (("tool_set_id", self.get_tool_set),
+                               ("channel_id", self.get_channel),
+                               ("summary_channel_id", self.get_channel)):
+                if isinstance(data.get(name), str):
+                    find(principal, data[name], path=f"/{name}")
         request = self.validate_version(data)
         self.get_tool_set(principal, request.tool_set_id, path="/tool_set_id")
         for name in ("channel_id", "summary_channel_id"):

@@ -81,3 +81,11 @@ def test_broken_and_outside_links_are_found() -> None:
         "missing.md: no such file",
         "protocol.md#nope: no anchor #nope in protocol.md",
     ]
+
+
+def test_package_names_the_catalogue_revision() -> None:
+    """The served OpenAPI `info.version` and `arck --version` say the revision the checks use."""
+    import arck
+    from arck.conformance import catalogue
+
+    assert catalogue.load().revision == arck.PROTOCOL_REVISION

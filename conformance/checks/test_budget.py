@@ -491,6 +491,11 @@ BUD22_EXAMPLES = (
     # values of 128 bytes are candidates, of 129 bytes not (escapes and multibyte count)
     (2048, {"code": s.sized_string("é", 128), "error": s.sized_string("\n", 129),
             "state": 10**127 + 1, "total": -(10**127), "pad": _PAD * 2}),
+    # preserved_fields that fill the quarter exactly, or miss it by one byte either way, in
+    # every byte width (off-by-one in fitting or in sizing a value shows here)
+    *(s.preserved_quarter_case(1024, unit, key, over) for unit in s.SIZED_UNITS
+      for key, over in (("status", -1), ("status", 0), ("id", 0), ("code", 1))),
+    *(s.preserved_first_entry_case(budget, over) for budget in (1024, 32768) for over in (0, 1)),
 )
 
 

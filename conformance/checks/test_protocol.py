@@ -240,6 +240,26 @@ def test_caller_checked_before_body(ctx: CheckContext) -> None:
                exchange.describe)
 
 
+@check("PRO-02")
+def test_unrouted_requests_need_credentials_first(ctx: CheckContext) -> None:
+    """A method a path does not have (405) or a path that does not exist (404) is still 401
+    first without a valid credential, like every endpoint."""
+    binding = ctx.target.create_binding(ctx.name("binding"))
+    binding_id = (binding.json_or_none() or {}).get("binding_id", "arck-none")
+    cases = (
+        ("PUT", f"/v1/bindings/{binding_id}", 405),
+        ("GET", "/v1/tools/dry-run", 405),
+        ("POST", "/v1/health", 405),
+        ("GET", "/v1/arck-no-such-route", 404),
+    )
+    for method, path, status in cases:
+        for role, want in (("none", 401), ("forged", 401), ("full", status)):
+            exchange = ctx.target.request(method, path, role=role)
+            expect(exchange.status == want, "PRO-02",
+                   f"{want} for {method} {path} as {role!r} (401 before {status})",
+                   exchange.describe)
+
+
 def _invalid_dry_run(agent_version: str, tool_name: str) -> dict[str, Any]:
     return {"agent_version": agent_version, "tool_name": tool_name,
             "arguments": "not an object", "mock_receipts": "not a list"}
@@ -269,6 +289,9 @@ def test_resources_looked_up_before_scope_and_validation(ctx: CheckContext) -> N
         (404, ctx.target.publish_agent_version(
             ctx.agent_id, {"tool_set_id": "arck-no-such-tool-set", "system_prompt": "arck"}),
          "a new version naming an unknown tool_set_id"),
+        (404, ctx.target.publish_agent_version(
+            ctx.agent_id, {"tool_set_id": "arck-no-such-tool-set", "system_prompt": 7}),
+         "a new version naming an unknown tool_set_id, invalid system_prompt (looked up first)"),
         (404, ctx.target.publish_agent_version(
             ctx.agent_id, {"tool_set_id": version.tool_set_id, "system_prompt": "arck"},
             role="other_tenant"),

@@ -338,6 +338,18 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "wire:fastapi_error_shape",
     ),
     (
+        "unrouted-before-credentials",
+        "a missing route (404) or method (405) answers before the credential is checked (401)",
+        ("PRO-02",),
+        "wire:unrouted_before_credentials",
+    ),
+    (
+        "version-validated-first",
+        "a new version's body is validated (422) before its tool set is looked up (404)",
+        ("PRO-02",),
+        "wire:version_validated_first",
+    ),
+    (
         "no-allow-header",
         "405 on a published tool set or version without the Allow: GET header",
         ("PRO-02",),

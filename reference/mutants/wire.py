@@ -14,7 +14,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from arck.reference.auth import Principal
 from arck.reference.engine import Engine
 from arck.reference.errors import ApiError, InvalidJSON, MethodNotAllowed
 from arck.reference.mutants.base import serve
@@ -150,6 +152,32 @@ def no_allow_header() -> FastAPI:
 
     app.add_exception_handler(MethodNotAllowed, bare)
     return app
+
+
+def unrouted_before_credentials() -> FastAPI:
+    """404 and 405 from the router come before the credential is looked at."""
+    app = serve()
+
+    async def plain(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = "not_found" if exc.status_code == 404 else "method_not_allowed"
+        body = {"error": {"code": code, "message": str(exc.detail), "path": ""}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(StarletteHTTPException, plain)
+    return app
+
+
+class ValidateFirstEngine(Engine):
+    """A new version's body is validated (422) before its tool set is looked up (404)."""
+
+    def publish_version(self, principal: Principal, agent_id: str, data: object) -> Any:
+        self.validate_version(data)
+        return super().publish_version(principal, agent_id, data)
+
+
+def version_validated_first() -> FastAPI:
+    return serve(ValidateFirstEngine())
 
 
 def openapi_lies() -> FastAPI:

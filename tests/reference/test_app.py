@@ -208,7 +208,21 @@ def test_status_order_401_403_404_422(client: HttpClient) -> None:
     error(client.post(path, content=b"{nan", headers=FULL), 400, "invalid_json")
     unknown = {"tool_set_id": "ts-404", "system_prompt": "p"}
     error(client.post(path, json=unknown, headers=FULL), 404, "not_found", "/tool_set_id")
-    error(client.post(path, json=bad, headers=FULL), 422, "validation_failed", "/system_prompt")
+    # the tool set is looked up before the rest of the body is validated
+    error(client.post(path, json=bad, headers=FULL), 404, "not_found", "/tool_set_id")
+    tool_set_id = client.get(f"/v1/agent-versions/{publish(client)}", headers=FULL).json()[
+        "tool_set_id"]
+    invalid = {**bad, "tool_set_id": tool_set_id}
+    error(client.post(path, json=invalid, headers=FULL), 422, "validation_failed",
+          "/system_prompt")
+
+
+def test_no_route_or_method_is_401_first(client: HttpClient) -> None:
+    for method, path, status in (("PUT", "/v1/bindings/bnd-000001", 405),
+                                 ("POST", "/v1/health", 405), ("GET", "/v1/nowhere", 404)):
+        error(client.request(method, path), 401, "unauthorized")
+        code = "method_not_allowed" if status == 405 else "not_found"
+        error(client.request(method, path, headers=FULL), status, code)
 
 
 def test_dry_run_status_order(client: HttpClient) -> None:
