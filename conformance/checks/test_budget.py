@@ -76,6 +76,9 @@ CUT_EXAMPLES = (
         for unit, phases in (("\\\n\u0000", 32), ("👨‍👩‍👧‍👦", 16), ("a\u0301\"", 8))
         for budget in range(1026, 1026 + phases)
     ),
+    # clusters longer than a segmenter's window (a letter under 40 combining marks): a cut
+    # must look back past the window to the cluster's start, not give up
+    *((budget, ("e" + "\u0301" * 40) * 40) for budget in (1024, 1100, 1300)),
 )
 # Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
 _float_lists = st.lists(
@@ -335,7 +338,7 @@ def _kept_out(text: str, cut: int, step: int) -> int:
     return oracle.escaped_size(text[lo:hi])
 
 
-@property_check("BUD-13", cases=s.over_budget_cases())
+@property_check("BUD-13", cases=s.over_budget_cases(), examples=CUT_EXAMPLES)
 def test_budget_is_used(ctx: CheckContext, case: Any) -> None:
     budget, result = case
     preview = _preview(ctx, budget, result, "BUD-13")
@@ -483,6 +486,11 @@ def _nested_status_cases(draw: st.DrawFn) -> tuple[int, Any]:
 _PAD = "x" * 2000
 BUD22_EXAMPLES = (
     (1024, {"a": {"b": {"c": {"status": "deep"}}}, "id": 7, "pad": _PAD}),
+    # depth 3 is the deepest: /data/page/next_cursor is kept, /data/page/x/id is not
+    (1024, {"data": {"page": {"next_cursor": "c-9", "x": {"id": 1}}, "state": "open"},
+            "pad": _PAD}),
+    # a 126-character ASCII value is 128 bytes: a candidate; 127 characters are not
+    (2048, {"code": "a" * 126, "error": "b" * 127, "pad": _PAD * 2}),
     # greedy, not in order: /code fits, /error would pass the quarter (256 bytes), /id fits
     (1024, {"code": "c" * 120, "error": "e" * 120, "id": 1, "pad": _PAD}),
     # list items' fields are not candidates; the result's own are
