@@ -25,6 +25,7 @@ __all__ = [
     "canonical_bytes",
     "canonical_text",
     "canonically_equal",
+    "certain_boundary",
     "escape_spans",
     "escaped_size",
     "find_value",
@@ -256,6 +257,32 @@ def split_cluster_at(text: str, i: int) -> str | None:
         if (i - 1 - j) % 2 == 1:
             return "splits a regional-indicator pair (GB12/GB13)"
     return None
+
+
+# Characters before which, and after which, no Unicode version joins a cluster: ASCII (bar
+# CR before LF) and letters, digits and marks that are never Prepend, Extend, SpacingMark,
+# Hangul, regional indicators or pictographs in the categories below.
+_PLAIN_BEFORE = frozenset({"Mn", "Me", "Ll", "Lu", "Lt", "Nd"})
+_PLAIN_AFTER = frozenset({"Ll", "Lu", "Lt", "Nd"})
+
+
+def certain_boundary(text: str, i: int) -> bool:
+    """Whether every Unicode version since 9.0 puts a cluster boundary before ``text[i]``.
+
+    True only where no rule can join: the character after is ASCII (never Extend, ZWJ,
+    SpacingMark, a Hangul jamo, a regional indicator or a pictograph) or a cased letter or
+    digit, and the one before is ASCII or a letter, digit or combining mark (never Prepend,
+    ZWJ, a regional indicator or a pictograph). CR before LF is the one ASCII pair joined.
+    Where this says False a boundary may still be there; the answer is only ever certain.
+    """
+    if i <= 0 or i >= len(text):
+        return i in (0, len(text))
+    prev, cur = text[i - 1], text[i]
+    if prev == "\r" and cur == "\n":
+        return False
+    before = prev.isascii() or unicodedata.category(prev) in _PLAIN_BEFORE
+    after = cur.isascii() or (prev.isascii() and unicodedata.category(cur) in _PLAIN_AFTER)
+    return before and after
 
 
 # --- JSON escapes in canonical text (BUD-10) --------------------------------------------

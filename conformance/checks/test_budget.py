@@ -76,9 +76,11 @@ CUT_EXAMPLES = (
         for unit, phases in (("\\\n\u0000", 32), ("👨‍👩‍👧‍👦", 16), ("a\u0301\"", 8))
         for budget in range(1026, 1026 + phases)
     ),
-    # clusters longer than a segmenter's window (a letter under 40 combining marks): a cut
-    # must look back past the window to the cluster's start, not give up
-    *((budget, ("e" + "\u0301" * 40) * 40) for budget in (1024, 1100, 1300)),
+    # clusters longer than a segmenter's window, right after an escape (in the canonical text
+    # `\n` then 40 combining marks make one cluster on the `n`): a cut must look back past
+    # the window and the escape to the cluster's start, not give up with an empty head
+    *((budget, (unit * 60)) for unit in ("\n" + "\u0301" * 40, "x\n" + "\u0301" * 80)
+      for budget in range(1024, 1040)),
 )
 # Floats where fast serializers differ from the canonical spelling (orjson: 1e-7 vs 1e-07).
 _float_lists = st.lists(
@@ -627,6 +629,49 @@ def test_head_and_tail_split(ctx: CheckContext, case: Any) -> None:
         f"head = text[:{seen[0]}] ({oracle.escaped_size(head)} bytes), tail = text[{seen[1]}:] "
         f"({oracle.escaped_size(tail)} bytes)",
     )
+
+
+def _last_certain_cut(text: str, costs: list[int], limit: int, escapes: oracle.EscapeIndex,
+                      floor: int = 0) -> int:
+    """The largest i >= floor with cost(text[:i]) <= limit that is certainly a cluster boundary
+    outside an escape (a cut the profile may take, so its own cut is at least there)."""
+    i = bisect_right(costs, limit) - 1
+    while i > floor and (escapes.inside(i) or not oracle.certain_boundary(text, i)):
+        i -= 1
+    return max(i, floor)
+
+
+@property_check("BUD-21", cases=cut_cases, examples=CUT_EXAMPLES)
+def test_cuts_not_short_of_a_certain_boundary(ctx: CheckContext, case: Any) -> None:
+    """Any text: the head reaches at least the last certain cluster boundary within its half,
+    and the tail at least back to the first certain boundary within what the head left; a cut
+    may stop short only inside clusters and escapes, never give up on a cut it could take."""
+    budget, result = case
+    preview = _preview(ctx, budget, result, "BUD-21")
+    head, tail = _text_projection(preview, "BUD-21")
+    projected = preview["result"]
+    if not isinstance(projected, dict) or "attachments" in projected:
+        return  # multimodal layouts are judged by test_multimodal_detection_and_text_part
+    available = budget - oracle.size({**projected, "preview": {"head": "", "tail": ""}})
+    text = oracle.canonical_text(result)
+    costs = [0]
+    for ch in text:
+        costs.append(costs[-1] + oracle.escaped_size(ch))
+    escapes = oracle.EscapeIndex(text)
+    want_head = _last_certain_cut(text, costs, available // 2, escapes)
+    expect(len(head) >= want_head, "BUD-21",
+           f"head = text[:n] with n >= {want_head}, the last certain cluster boundary within "
+           f"{available // 2} bytes (half of the {available} left)",
+           f"n = {len(head)} ({oracle.escaped_size(head)} bytes)")
+    room = available - oracle.escaped_size(head)
+    reversed_costs = [costs[-1] - c for c in costs]  # cost of text[i:]
+    first = next((i for i in range(len(head), len(text) + 1)
+                  if reversed_costs[i] <= room and not escapes.inside(i)
+                  and oracle.certain_boundary(text, i)), len(text))
+    start = len(text) - len(tail)
+    expect(start <= first, "BUD-21",
+           f"tail = text[m:] with m <= {first}, the first certain boundary whose suffix fits "
+           f"the {room} bytes the head left", f"m = {start} ({oracle.escaped_size(tail)} bytes)")
 
 
 # -- depth counts containers (profile, BUD-23) -----------------------------------------------

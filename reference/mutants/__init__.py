@@ -127,6 +127,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "cuts:wasteful_cut",
     ),
     (
+        "cut-gives-up",
+        "a head cut with no allowed cut in its first window gives up with an empty head",
+        ("BUD-21",),
+        "cuts:cut_gives_up",
+    ),
+    (
         "random-projection",
         "head and tail split at random: not deterministic",
         ("BUD-14",),

@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request, Response
 
 from arck.reference.canonical import canonical_text, measure, utf8_length
 from arck.reference.mutants.base import serve
-from arck.reference.projection import Projector
+from arck.reference.projection import CUT_WINDOW, Projector
 
 _ESCAPED_AGAIN = frozenset(b'"\\')  # bytes that take two bytes inside a JSON string
 
@@ -102,6 +102,22 @@ class HalfBudgetProjector(Projector):
         return super().head_and_tail(text, available // 2)
 
 
+class GivingUpProjector(Projector):
+    """The head's cut searches one window back from its limit and, finding no allowed cut
+    there (a cluster longer than the window, after an escape), gives up with an empty head."""
+
+    def cut_head(self, text: str, limit: int) -> int:
+        i = self.longest_prefix(text, limit)
+        start = self.safe_start(text, max(0, i - CUT_WINDOW))
+        end = min(len(text), i + 1)
+        boundaries = self.boundaries(text[start:end], start, end == len(text))
+        while i >= start and i > 0:
+            if self.cut_allowed(text, i, boundaries):
+                return i
+            i -= 1
+        return 0
+
+
 class RandomSplitProjector(Projector):
     """Splits the bytes between head and tail at random (unseeded on purpose: the defect)."""
 
@@ -152,6 +168,10 @@ def spaced_preview() -> FastAPI:
 
 def wasteful_cut() -> FastAPI:
     return serve(projector=HalfBudgetProjector())
+
+
+def cut_gives_up() -> FastAPI:
+    return serve(projector=GivingUpProjector())
 
 
 def random_projection() -> FastAPI:
