@@ -15,9 +15,10 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 
 class SyncASGITransport(httpx.BaseTransport):
-    def __init__(self, app: Any) -> None:
-        # An app that crashes answers 500, as a server would, instead of raising here.
-        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    def __init__(self, app: Any, *, raise_app_exceptions: bool = False) -> None:
+        # By default an app that crashes answers 500, as a server would, instead of raising
+        # here; with `raise_app_exceptions` its exception reaches the caller.
+        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         self._stack = ExitStack()
         self._portal: BlockingPortal | None = None
 
