@@ -581,16 +581,22 @@ def _ascii_over_budget_cases(draw: st.DrawFn) -> tuple[int, Any]:
     return budget, [fields, text] if shape == "list" else {**fields, "log": text}
 
 
-def _profile_cuts(text: str, available: int) -> tuple[int, int]:
-    """(head end, tail start) by the profile on an ASCII text: the head is the longest prefix
-    costing at most floor(available / 2) bytes inside a JSON string, cut outside an escape;
-    the tail the shortest suffix after it costing at most what the head left, likewise."""
+def _prefix_costs(text: str) -> list[int]:
+    """costs[i] = bytes text[:i] takes inside a JSON string (each character priced once)."""
     cost: dict[str, int] = {}
     costs = [0]
     for ch in text:
         if ch not in cost:
             cost[ch] = oracle.escaped_size(ch)
         costs.append(costs[-1] + cost[ch])
+    return costs
+
+
+def _profile_cuts(text: str, available: int) -> tuple[int, int]:
+    """(head end, tail start) by the profile on an ASCII text: the head is the longest prefix
+    costing at most floor(available / 2) bytes inside a JSON string, cut outside an escape;
+    the tail the shortest suffix after it costing at most what the head left, likewise."""
+    costs = _prefix_costs(text)
     escapes = oracle.EscapeIndex(text)
     head = bisect_right(costs, available // 2) - 1
     while head > 0 and escapes.inside(head):
@@ -654,9 +660,7 @@ def test_cuts_not_short_of_a_certain_boundary(ctx: CheckContext, case: Any) -> N
         return  # multimodal layouts are judged by test_multimodal_detection_and_text_part
     available = budget - oracle.size({**projected, "preview": {"head": "", "tail": ""}})
     text = oracle.canonical_text(result)
-    costs = [0]
-    for ch in text:
-        costs.append(costs[-1] + oracle.escaped_size(ch))
+    costs = _prefix_costs(text)
     escapes = oracle.EscapeIndex(text)
     want_head = _last_certain_cut(text, costs, available // 2, escapes)
     expect(len(head) >= want_head, "BUD-21",
