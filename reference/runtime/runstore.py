@@ -25,9 +25,11 @@ CREATE TABLE IF NOT EXISTS sessions (
     agent_id TEXT NOT NULL, agent_version TEXT NOT NULL, wallet_id TEXT NOT NULL,
     channel_id TEXT NOT NULL, tools TEXT NOT NULL,
     exec_count INTEGER NOT NULL, exec_bytes INTEGER NOT NULL,
-    pending_reserved TEXT, last_raw INTEGER, last_real INTEGER);
+    pending_reserved TEXT, last_raw INTEGER, last_real INTEGER,
+    exec_generation INTEGER NOT NULL DEFAULT 0, calls_since_summary INTEGER);
 CREATE TABLE IF NOT EXISTS history (
-    seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL);
+    seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS history_by_session ON history (session_id, kind, seq);
 CREATE TABLE IF NOT EXISTS runs (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
@@ -38,7 +40,8 @@ CREATE TABLE IF NOT EXISTS run_events (
 CREATE TABLE IF NOT EXISTS model_calls (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL,
     state TEXT NOT NULL, reservation INTEGER NOT NULL, charge INTEGER,
-    raw INTEGER NOT NULL, set_key TEXT NOT NULL, usage TEXT, response TEXT);
+    raw INTEGER NOT NULL, set_key TEXT NOT NULL, usage TEXT, response TEXT,
+    purpose TEXT NOT NULL DEFAULT 'main');
 CREATE TABLE IF NOT EXISTS tool_calls (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL,
     model_call_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, name TEXT NOT NULL,
@@ -67,9 +70,11 @@ class SessionRow:
     exec_bytes: int
     pending_reserved: str | None  # tool_call_id of an input/approval request to answer
     last: tuple[int, int] | None  # (raw, real prompt_tokens) of the last trusted call
+    # Main calls completed since the last summary call (CTX-05); None: no summary yet.
+    calls_since_summary: int | None = None
 
 
-def event(db: sqlite3.Connection, run_id: str, kind: str, at: float, **data: Any) -> None:
+def event(db: sqlite3.Connection, run_id: str, kind: str, at: float, /, **data: Any) -> None:
     """Append one event; ids count 1, 2, ... per run (a stream resumes from Last-Event-ID)."""
     row = db.execute(
         "SELECT COALESCE(MAX(n), 0) + 1 FROM run_events WHERE run_id = ?", (run_id,)
@@ -84,7 +89,9 @@ def append(db: sqlite3.Connection, session_id: str, kind: str, item: dict[str, A
     """Append to the formal or the execution history; the latter keeps its running size."""
     text = canonical_text(item)
     db.execute(
-        "INSERT INTO history (session_id, kind, item) VALUES (?, ?, ?)", (session_id, kind, text)
+        "INSERT INTO history (session_id, kind, item, generation) "
+        "SELECT ?, ?, ?, exec_generation FROM sessions WHERE id = ?",
+        (session_id, kind, text, session_id),
     )
     if kind == "execution":
         db.execute(
@@ -94,10 +101,28 @@ def append(db: sqlite3.Connection, session_id: str, kind: str, item: dict[str, A
         )
 
 
+_COMPACTION_COLUMNS = (
+    ("sessions", "exec_generation", "INTEGER NOT NULL DEFAULT 0"),
+    ("sessions", "calls_since_summary", "INTEGER"),
+    ("history", "generation", "INTEGER NOT NULL DEFAULT 0"),
+    ("model_calls", "purpose", "TEXT NOT NULL DEFAULT 'main'"),
+)
+
+
+def _add_compaction_columns(store: Store) -> None:
+    """Compaction's columns (generations, summary spacing, call purpose) on an older file."""
+    for table, column, kind in _COMPACTION_COLUMNS:
+        if column not in {r[1] for r in store.read(f"PRAGMA table_info({table})")}:
+            store.install(f"ALTER TABLE {table} ADD COLUMN {column} {kind};")
+    store.install("CREATE INDEX IF NOT EXISTS history_by_generation "
+                  "ON history (session_id, kind, generation, seq);")
+
+
 class RunStore:
     def __init__(self, store: Store) -> None:
         self.store = store
         store.install(SCHEMA)
+        _add_compaction_columns(store)
 
     def create_session(
         self,
@@ -123,8 +148,8 @@ class RunStore:
     def session(self, tenant: str, session_id: str) -> SessionRow | None:
         rows = self.store.read(
             "SELECT tenant, agent_id, agent_version, wallet_id, channel_id, tools, exec_count, "
-            "exec_bytes, pending_reserved, last_raw, last_real FROM sessions "
-            "WHERE id = ? AND tenant = ?",
+            "exec_bytes, pending_reserved, last_raw, last_real, calls_since_summary "
+            "FROM sessions WHERE id = ? AND tenant = ?",
             (session_id, tenant),
         )
         if not rows:
@@ -134,16 +159,61 @@ class RunStore:
         return SessionRow(
             session_id=session_id, tenant=r[0], agent_id=r[1], agent_version=r[2],
             wallet_id=r[3], channel_id=r[4], tools=r[5], exec_count=int(r[6]),
-            exec_bytes=int(r[7]), pending_reserved=r[8], last=last,
+            exec_bytes=int(r[7]), pending_reserved=r[8], last=last, calls_since_summary=r[11],
         )
 
-    def history(self, session_id: str, kind: str) -> list[str]:
-        """The stored items' canonical texts, in order: requests are joined from these bytes."""
-        rows = self.store.read(
-            "SELECT item FROM history WHERE session_id = ? AND kind = ? ORDER BY seq",
-            (session_id, kind),
-        )
+    def history(self, session_id: str, kind: str, generation: int | None = None) -> list[str]:
+        """The stored items' canonical texts, in order: requests are joined from these bytes.
+
+        The execution history is its current generation (or the one asked): a compaction
+        writes a new one and keeps the old rows (CTX-07). The formal history has one.
+        """
+        if kind != "execution":
+            rows = self.store.read(
+                "SELECT item FROM history WHERE session_id = ? AND kind = ? ORDER BY seq",
+                (session_id, kind),
+            )
+        else:
+            rows = self.store.read(
+                "SELECT item FROM history WHERE session_id = ? AND kind = 'execution' AND "
+                "generation = COALESCE(?, (SELECT exec_generation FROM sessions WHERE id = ?)) "
+                "ORDER BY seq",
+                (session_id, generation, session_id),
+            )
         return [str(r[0]) for r in rows]
+
+    @staticmethod
+    def rewrite_execution(db: sqlite3.Connection, session_id: str, items: list[str]) -> None:
+        """A formal compaction (CTX-07): the canonical texts become the next generation of the
+        execution history, the old rows stay, and the running sizes are recomputed once."""
+        db.execute("UPDATE sessions SET exec_generation = exec_generation + 1, exec_count = ?, "
+                   "exec_bytes = ? WHERE id = ?",
+                   (len(items), sum(utf8_length(t) for t in items), session_id))
+        db.executemany(
+            "INSERT INTO history (session_id, kind, item, generation) "
+            "SELECT ?, 'execution', ?, exec_generation FROM sessions WHERE id = ?",
+            [(session_id, text, session_id) for text in items],
+        )
+
+    def receipt_facts(self, session_id: str) -> dict[str, dict[str, Any]]:
+        """tool_call_id -> {"receipt_id", "status"?} of the session's completed calls: the
+        business facts compaction keeps (a result's top-level `status`, if it is a scalar)."""
+        rows = self.store.read(
+            "SELECT tool_calls.tool_call_id, receipts.receipt_id, receipts.body FROM receipts "
+            "JOIN tool_calls ON tool_calls.id = receipts.call_id "
+            "JOIN runs ON runs.id = tool_calls.run_id WHERE runs.session_id = ? "
+            "ORDER BY receipts.seq",
+            (session_id,),
+        )
+        facts: dict[str, dict[str, Any]] = {}
+        for tool_call_id, receipt_id, body in rows:
+            fact: dict[str, Any] = {"receipt_id": receipt_id}
+            result = json.loads(body).get("result")
+            status = result.get("status") if isinstance(result, dict) else None
+            if isinstance(status, str | int | float | bool):
+                fact["status"] = status
+            facts[str(tool_call_id)] = fact
+        return facts
 
     def run(self, tenant: str, run_id: str) -> tuple[str, str, str | None] | None:
         """(session_id, state, end_reason)."""

@@ -9,13 +9,13 @@ event, send once, then settle and apply the answer in one transaction.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock
 from arck.reference.models import DEFAULT_BUDGET
 from arck.reference.runtime import billing, estimate
+from arck.reference.runtime.compactor import Compactor, Target, figures, raw_of, request_body
 from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
@@ -39,6 +39,7 @@ class Workers:
         self.count = count
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
+        self.compactor = Compactor(self, frozenset(_RESERVED))
 
     def start(self) -> None:
         """Start the tasks in the running loop, once (the app's first runtime request)."""
@@ -69,44 +70,43 @@ class Workers:
             await self.step(run_id, name)
 
     async def step(self, run_id: str, worker: str) -> None:
-        """One model call of a claimed run."""
+        """One main model call of a claimed run, after the compaction it needs (CTX-03..07);
+        a call the provider refuses with context_length_exceeded is repaired and sent once
+        more, never twice (CTX-05, CTX-15)."""
         session = self.runs.run_session(run_id)
         channel = self.store.channel(session.tenant, session.channel_id)
         version = self.store.version(session.tenant, session.agent_version)
         assert channel is not None
         assert version is not None
         assert version.max_context_tokens is not None
-        prices = billing.Prices(**channel.prices.model_dump())
-        params = {"max_completion_tokens": channel.output_capacity}
-        set_key = canonical_text([channel.model, channel.channel_id, params])
-        raw = estimate.raw_estimate(
-            session.exec_bytes + len(session.tools.encode("utf-8")), session.exec_count
-        )
-        samples = self.runs.samples(session.tenant, set_key, estimate.CALIBRATION_WINDOW)
-        figures = estimate.estimate(raw, samples, session.last)
+        main = Target.of(channel)
         budget = estimate.effective_budget(
             version.max_context_tokens, channel.input_capacity, channel.total_capacity,
             channel.output_capacity,
         )
-        below = figures.calibrated < estimate.COMPACTION_THRESHOLD * budget
-        reason = "below 70%" if below else "at or above 70%; compaction is not implemented yet"
-        reservation = billing.reservation(prices, channel.input_capacity, channel.output_capacity)
-        call_id = self._begin(run_id, worker, session, reservation, raw, set_key, {
-            "raw_estimate": raw,
-            "calibrated_estimate": figures.calibrated,
-            "coefficient": float(figures.coefficient),
-            "coefficient_real": sum(real for _, real in samples),
-            "coefficient_raw": sum(r for r, _ in samples),
-            "samples": figures.samples,
-            "effective_budget": budget,
-            "reservation": reservation,
-            "compaction": {"decision": "none", "reason": reason},
-        })
-        if call_id is None:
-            return
-        body = self._body(session, channel.model, channel.output_capacity)
-        outcome = await self.model.complete(body, call_id, channel.timeout_ms)
-        self._finish(run_id, worker, session, call_id, reservation, raw, set_key, prices, outcome)
+        repair = False
+        while True:
+            ready = await self.compactor.prepare(run_id, worker, version, main, budget, repair)
+            if ready is None:
+                return
+            session = ready.session
+            raw = raw_of(session)
+            samples = self.runs.samples(session.tenant, main.set_key, estimate.CALIBRATION_WINDOW)
+            call_id = self._begin(run_id, worker, session, main.reservation, raw, main.set_key, {
+                "purpose": "main", "channel_id": channel.channel_id,
+                **figures(raw, samples, session.last, budget, main.reservation),
+                "compaction": ready.compaction,
+            })
+            if call_id is None:
+                return
+            body = self._body(session, channel.model, channel.output_capacity)
+            outcome = await self.model.complete(body, call_id, channel.timeout_ms)
+            retry = not repair and _overflow(outcome)
+            self._finish(run_id, worker, session, call_id, main.reservation, raw, main.set_key,
+                         main.prices, outcome, repairable=retry)
+            if not retry:
+                return
+            repair = True
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
@@ -127,25 +127,26 @@ class Workers:
                 RunStore.end(db, run_id, "insufficient_balance", at, worker=worker)
                 return None
             call_id = Store.insert(
-                db, "model_calls", "mc", ("run_id", "state", "reservation", "raw", "set_key"),
-                (run_id, "sent", reservation, raw, set_key),
+                db, "model_calls", "mc",
+                ("run_id", "state", "reservation", "raw", "set_key", "purpose"),
+                (run_id, "sent", reservation, raw, set_key, figures.get("purpose", "main")),
             )
             event(db, run_id, "model_call.started", at, call_id=call_id, **figures)
         return call_id
 
     def _body(self, session: SessionRow, model: str, max_tokens: int) -> bytes:
         """Stored messages joined as they are: each request extends the last byte for byte."""
-        head = f'{{"model":{json.dumps(model, ensure_ascii=False)},' \
-               f'"max_completion_tokens":{max_tokens},'
-        if session.tools:
-            head += f'"tools":{session.tools},'
-        messages = ",".join(self.runs.history(session.session_id, "execution"))
-        return f'{head}"messages":[{messages}]}}'.encode()
+        items = self.runs.history(session.session_id, "execution")
+        return request_body(model, max_tokens, session.tools, items)
 
     def _finish(
         self, run_id: str, worker: str, session: SessionRow, call_id: str, reservation: int,
         raw: int, set_key: str, prices: billing.Prices, outcome: Outcome,
-    ) -> None:
+        purpose: str = "main", repairable: bool = False,
+    ) -> str | None:
+        """Settle the call; apply a main call's turn. A summary call's answer is returned (its
+        text, "" when it has none) and is never a calibration sample (CTX-11). A `repairable`
+        refusal (context_length_exceeded, first time) leaves the run to be compacted."""
         at = self.clock.now()
         body = outcome.body or {}
         usage = body.get("usage") if outcome.kind == "answered" else None
@@ -157,8 +158,10 @@ class Workers:
                 event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="refused",
                       status=outcome.status, detail=outcome.detail, charge=0,
                       released=reservation)
-                RunStore.end(db, run_id, "model_error", at, worker=worker)
-                return
+                if purpose == "main" and not repairable:
+                    reason = "context_uncompactable" if _overflow(outcome) else "model_error"
+                    RunStore.end(db, run_id, reason, at, worker=worker)
+                return None
             if not isinstance(usage, dict):
                 # BIL-03, RUN-12: outcome or cost unknown; the reservation stays held.
                 db.execute(
@@ -171,7 +174,7 @@ class Workers:
                 reason = "model_timeout" if outcome.kind == "timeout" else \
                     "cost_pending_reconciliation"
                 RunStore.end(db, run_id, reason, at, worker=worker)
-                return
+                return None
             prompt, completion, cached = _usage(usage)
             charge = billing.charge(prices, prompt, cached, completion)
             collected = Wallets.settle(db, session.wallet_id, reservation, charge)
@@ -180,11 +183,20 @@ class Workers:
                 "WHERE id = ?",
                 (collected, canonical_text(usage), canonical_text(body), call_id),
             )
+            if purpose == "summary":
+                # CTX-05: spacing counts from the last summary call, accepted or refused.
+                db.execute("UPDATE sessions SET calls_since_summary = 0 WHERE id = ?",
+                           (session.session_id,))
+                event(db, run_id, "model_call.finished", at, call_id=call_id,
+                      outcome="answered", usage=usage, charge=charge, collected=collected,
+                      released=reservation - collected)
+                return _text(body)
             # CTX-08/09: the raw estimate of the request sent, paired with the real count.
             Store.insert(db, "calibration_samples", "cs",
                          ("tenant", "set_key", "raw", "real", "model_call_id"),
                          (session.tenant, set_key, raw, prompt, call_id))
-            db.execute("UPDATE sessions SET last_raw = ?, last_real = ? WHERE id = ?",
+            db.execute("UPDATE sessions SET last_raw = ?, last_real = ?, "
+                       "calls_since_summary = calls_since_summary + 1 WHERE id = ?",
                        (raw, prompt, session.session_id))
             event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="answered",
                   usage=usage, charge=charge, collected=collected,
@@ -195,6 +207,7 @@ class Workers:
             ).fetchone()
             if held is not None:
                 self._apply(db, run_id, worker, session, call_id, body, at)
+        return None
 
     def _apply(
         self, db: Any, run_id: str, worker: str, session: SessionRow, call_id: str,
@@ -262,3 +275,17 @@ def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:
     return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
             number(details.get("cached_tokens") if isinstance(details, dict) else 0))
 
+
+def _overflow(outcome: Outcome) -> bool:
+    """A 400 context_length_exceeded: never processed, never billed, safe to repair and send."""
+    error = (outcome.body or {}).get("error")
+    return outcome.kind == "refused" and outcome.status == 400 and isinstance(error, dict) \
+        and error.get("code") == "context_length_exceeded"
+
+
+def _text(body: dict[str, Any]) -> str:
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else {}
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else ""

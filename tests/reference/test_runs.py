@@ -190,7 +190,11 @@ def test_calibration_arithmetic_is_exact() -> None:
                 assert event["calibrated_estimate"] == last_real + math.ceil(
                     c * (event["raw_estimate"] - last_raw))
             assert event["effective_budget"] == 100_000 - 2_000
-            assert event["compaction"] == {"decision": "none", "reason": "below 70%"}
+            ratio = Fraction(event["calibrated_estimate"], 98_000)
+            assert event["compaction"] == {
+                "decision": "none", "reason": "below 70%",
+                "estimate_before": event["calibrated_estimate"],
+                "ratio_before": f"{ratio.numerator}/{ratio.denominator}"}
             assert event["reservation"] == RESERVATION
             samples.append((event["raw_estimate"], finished[i]["usage"]["prompt_tokens"]))
 

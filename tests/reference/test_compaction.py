@@ -1,0 +1,276 @@
+"""Formal compaction against the simulated provider, in-process on one virtual clock.
+
+A channel with a small input capacity (8,000 tokens: an effective budget of 6,000) and tool
+results of a few KB reach the thresholds in a few turns (docs/runs.md "Compaction").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+from collections.abc import Awaitable, Callable
+from fractions import Fraction
+from typing import Any
+
+import httpx
+
+from arck.reference.app import create_app
+from arck.reference.runtime.compaction import SUMMARY_PROMPT, WORKING_MEMORY
+from arck.reference.runtime.runstore import RunStore
+from arck.simulator.clock import VirtualClock
+from arck.simulator.provider import (
+    SimulatedProvider,
+    Step,
+    ToolCall,
+    script_tag,
+)
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
+SMALL = {"name": "small", "model": "sim-1", "input_capacity": 8_000, "total_capacity": 12_000,
+         "output_capacity": 1_000, "timeout_ms": 30_000, "prices": PRICES}
+BUDGET = 8_000 - 2_000
+RESERVATION = math.ceil((8_000 * 2_000_000 + 1_000 * 8_000_000) / 1_000_000)
+SCHEMA = {"type": "object"}
+
+World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock, RunStore]
+Transport = Callable[[SimulatedProvider], httpx.AsyncBaseTransport]
+
+
+def scenario(test: Callable[[World], Awaitable[None]], transport: Transport | None = None) -> None:
+    async def main() -> None:
+        clock = VirtualClock()
+        provider = SimulatedProvider(clock=clock)
+        wire = transport(provider) if transport is not None else provider.async_transport()
+        app = create_app(clock=clock, provider_transport=wire)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://reference.test", headers=FULL) as client:
+            try:
+                await test((client, provider, clock, app.state.runtime.runs))
+            finally:
+                await app.state.runtime.aclose()
+
+    asyncio.run(main())
+
+
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def session(
+    client: httpx.AsyncClient, script: str, *, summary: dict[str, Any] | None = None,
+    funds: int = 100 * RESERVATION,
+) -> Any:
+    binding = await post(client, "/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": 16_384}
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
+    channel = await post(client, "/v1/channels", SMALL)
+    body = {"tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+            "system_prompt": f"You help with orders. {script_tag(script)}"}
+    if summary is not None:
+        body["summary_channel_id"] = (await post(client, "/v1/channels", summary))["channel_id"]
+    version = await post(client, "/v1/agents/agent-1/versions", body)
+    wallet = await post(client, "/v1/wallets", {"name": "w"})
+    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
+    return await post(client, "/v1/sessions", {"agent_version": version["agent_version"],
+                                               "wallet_id": wallet["wallet_id"]})
+
+
+async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
+    for _ in range(200):
+        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
+        if snapshot["state"] in {"ended", "waiting_tools"}:
+            return snapshot
+        await clock.sleep(1.0)
+    raise AssertionError(f"run {run_id} never settled: {snapshot}")
+
+
+async def all_events(client: httpx.AsyncClient, run_id: str) -> list[Any]:
+    answer = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
+    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
+    return list(answer)
+
+
+def lookups(n: int, end: str = "Done.") -> list[Step]:
+    return [*(Step(tool_calls=[ToolCall(name="lookup", arguments={"id": i, "pad": "a" * 200})])
+              for i in range(n)), Step(text=end)]
+
+
+def result(i: int, size: int = 3_000) -> dict[str, Any]:
+    return {"id": i, "status": "shipped" if i % 2 else "open", "notes": "n" * size}
+
+
+async def drive(
+    client: httpx.AsyncClient, clock: VirtualClock, session_id: str, text: str,
+    size: int = 3_000,
+) -> tuple[str, list[Any]]:
+    """One run: answer every tool call with a receipt of `size` notes until the run ends."""
+    r = await post(client, f"/v1/sessions/{session_id}/runs", {"input": text})
+    receipts = 0
+    while (snapshot := await settled(client, clock, r["run_id"]))["state"] == "waiting_tools":
+        calls = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()["tool_calls"]
+        for call in calls:
+            if call["state"] == "dispatchable":
+                receipts += 1
+                body = {"receipt_id": f"rc-{session_id[-2:]}-{receipts}", "kind": "completed",
+                        "result": result(receipts, size)}
+                await post(client, f"/v1/tool-calls/{call['call_id']}/receipts", body, 200)
+    return snapshot["end_reason"], await all_events(client, r["run_id"])
+
+
+def of(events: list[Any], kind: str) -> list[Any]:
+    return [e["data"] for e in events if e["type"] == kind]
+
+
+async def text_run(
+    client: httpx.AsyncClient, clock: VirtualClock, session_id: str, size: int
+) -> tuple[str, list[Any]]:
+    r = await post(client, f"/v1/sessions/{session_id}/runs", {"input": "w" * size})
+    snapshot = await settled(client, clock, r["run_id"])
+    return snapshot["end_reason"], await all_events(client, r["run_id"])
+
+
+async def items(client: httpx.AsyncClient, session_id: str, kind: str) -> list[Any]:
+    path = f"/v1/sessions/{session_id}/{kind}"
+    return list((await client.get(path)).json()["items"])
+
+
+def main_started(events: list[Any]) -> list[Any]:
+    return [e for e in of(events, "model_call.started") if e["purpose"] == "main"]
+
+
+def ratio(event: dict[str, Any]) -> Fraction:
+    return Fraction(event["compaction"]["ratio_before"])
+
+
+def appends_between_compactions(provider: SimulatedProvider, compactions: int) -> None:
+    """RUN-08/CTX-07: each main request extends the previous one byte for byte, except the
+    first request after each rewrite; that one is the compacted history plus new items."""
+    sent = [r for r in provider.recorded() if r.conversation == "s"]
+    rewritten = 0
+    for before, after in itertools.pairwise(sent):
+        previous = json.loads(before.body)["messages"]
+        if after.messages_common == len(previous):
+            assert after.body.startswith(before.body[:-2])
+        else:
+            rewritten += 1
+    assert rewritten == compactions
+
+
+class SummaryText(httpx.AsyncBaseTransport):
+    """The provider's transport, with the text of every summary answer replaced."""
+
+    def __init__(self, provider: SimulatedProvider, text: str) -> None:
+        self.inner = provider.async_transport()
+        self.text = text
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if SUMMARY_PROMPT not in request.content.decode():
+            return response
+        body = json.loads(await response.aread())
+        body["choices"][0]["message"]["content"] = self.text
+        return httpx.Response(response.status_code, json=body)
+
+
+def test_local_compaction_first_keeps_facts_and_the_last_two_exchanges() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, runs = world
+        provider.add_script("s", lookups(8))
+        s = await session(client, "s")
+        reason, events = await drive(client, clock, s["session_id"], "Check my orders")
+        assert reason == "completed"
+        assert all(e["purpose"] == "main" for e in of(events, "model_call.started"))
+        started = main_started(events)
+        applied = of(events, "compaction.applied")
+        assert [a["kind"] for a in applied] == ["local", "local"]
+        local = [e for e in started if e["compaction"]["decision"] == "local"]
+        assert len(local) == 2
+        for event, rewrite in zip(local, applied, strict=True):
+            assert ratio(event) >= Fraction(7, 10)
+            assert event["compaction"]["estimate_before"] == rewrite["estimate_before"]
+            assert event["calibrated_estimate"] == rewrite["estimate_after"]
+            assert rewrite["estimate_after"] < Fraction(7, 10) * BUDGET
+            assert rewrite["messages_before"] == rewrite["messages_after"]
+        for event in started:
+            if event["compaction"]["decision"] == "none":
+                assert ratio(event) < Fraction(7, 10)
+        history = await items(client, s["session_id"], "execution-history")
+        tools = [m for m in history if m["role"] == "tool"]
+        calls = [m for m in history if m.get("tool_calls")]
+        assert len(tools) == len(calls) == 8
+        # Compacted at calls 6 and 8 (exchanges 1-3, then 1-5); 6 and 7 were the last two then.
+        for n, message in enumerate(tools[:5], start=1):
+            placeholder = json.loads(message["content"])
+            assert placeholder == {"compacted": True, "original_bytes": placeholder[
+                "original_bytes"], "receipt_id": f"rc-01-{n}", "status": result(n)["status"]}
+            assert placeholder["original_bytes"] > 3_000
+        for message in tools[5:]:
+            assert json.loads(message["content"])["notes"] == "n" * 3_000
+        for message in calls[:5]:
+            arguments = json.loads(message["tool_calls"][0]["function"]["arguments"])
+            assert arguments["compacted"] is True
+        for message in calls[5:]:
+            assert "pad" in json.loads(message["tool_calls"][0]["function"]["arguments"])
+        appends_between_compactions(provider, 2)
+        # The formal history keeps every receipt in full; the first generation is kept too.
+        formal = await items(client, s["session_id"], "history")
+        receipts = [f for f in formal if f["type"] == "receipt"]
+        assert [r["result"] for r in receipts] == [result(n) for n in range(1, 9)]
+        first = [json.loads(t) for t in runs.history(s["session_id"], "execution", 0)]
+        assert json.loads(first[3]["content"]) == result(1)
+
+    scenario(test)
+
+
+def test_summary_only_when_local_is_not_enough_and_spaced() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", [Step(text="ok") for _ in range(14)])
+        s = await session(client, "s")
+        sid = s["session_id"]
+        decisions: list[str] = []
+        for size in (4_000, 4_000, 4_000, 4_000, 4_000):
+            reason, events = await text_run(client, clock, sid, size)
+            assert reason == "completed"
+            decisions += [e["compaction"]["decision"] for e in main_started(events)]
+        assert decisions == ["none", "none", "none", "none", "summary"]
+        # The fifth run: nothing to compact locally, so one summary call, then the main call.
+        [summary_call, main] = of(events, "model_call.started")
+        assert summary_call["purpose"] == "summary"
+        assert ratio(main) >= Fraction(7, 10)
+        assert "nothing to compact locally" in main["compaction"]["reason"]
+        [applied] = of(events, "compaction.applied")
+        assert applied["kind"] == "summary"
+        assert (applied["messages_before"], applied["messages_after"]) == (10, 3)
+        history = await items(client, sid, "execution-history")
+        assert [m["role"] for m in history] == ["system", "user", "user", "assistant"]
+        assert history[1]["name"] == WORKING_MEMORY
+        assert history[1]["content"].startswith("[working memory]\n")
+        assert history[1]["content"].endswith("\n[facts]\n[]")
+        assert history[2] == {"role": "user", "content": "w" * 4_000}
+        # Within the spacing, 70%..92%: no summary; at or above 92%: the spacing is skipped.
+        plan = [(4_000, "none"), (4_000, "none"), (10_000, "summary"),
+                (4_000, "none"), (4_000, "none"), (100, "none"), (100, "summary")]
+        seen = []
+        for size, _ in plan:
+            _, events = await text_run(client, clock, sid, size)
+            [main] = main_started(events)
+            seen.append((main["compaction"]["decision"], ratio(main), main["compaction"]["reason"]))
+        assert [d for d, _, _ in seen] == [d for _, d in plan]
+        assert seen[1][1] < Fraction(7, 10)
+        assert seen[2][1] >= Fraction(92, 100)
+        assert "spacing skipped: at or above 92%" in seen[2][2]
+        for i, calls in ((4, 2), (5, 3)):
+            assert Fraction(7, 10) <= seen[i][1] < Fraction(92, 100)
+            assert f"summary spacing: {calls} of 4 main calls since the last summary" in seen[i][2]
+        assert Fraction(7, 10) <= seen[6][1] < Fraction(92, 100)  # 4 main calls completed
+        appends_between_compactions(provider, 3)
+
+    scenario(test)
