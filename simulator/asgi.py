@@ -7,17 +7,29 @@ them); this runs it on an event loop in a blocking portal, so an in-process targ
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+_T = TypeVar("_T")
+
 
 class SyncASGITransport(httpx.BaseTransport):
-    def __init__(self, app: Any, *, raise_app_exceptions: bool = False) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        raise_app_exceptions: bool = False,
+        after: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         # By default an app that crashes answers 500, as a server would, instead of raising
-        # here; with `raise_app_exceptions` its exception reaches the caller.
+        # here; with `raise_app_exceptions` its exception reaches the caller. `after` runs in
+        # the app's loop once each answer is read (until_idle: the work a request started is
+        # done before the caller sees the answer, so a sequence of requests replays exactly).
+        self._after = after
         self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         self._stack = ExitStack()
         self._portal: BlockingPortal | None = None
@@ -31,6 +43,8 @@ class SyncASGITransport(httpx.BaseTransport):
         response = await self._asgi.handle_async_request(request)
         body = await response.aread()
         await response.aclose()
+        if self._after is not None:
+            await self._after()
         return response.status_code, response.headers.raw, body
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -40,6 +54,10 @@ class SyncASGITransport(httpx.BaseTransport):
         )
         status, headers, content = self._portal_started().call(self._send, forwarded)
         return httpx.Response(status, headers=headers, content=content, request=request)
+
+    def call(self, function: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run `function(*args)` in the app's event loop and wait for its result."""
+        return self._portal_started().call(function, *args)
 
     def close(self) -> None:
         if self._portal is not None:

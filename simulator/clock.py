@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["DEFAULT_START", "Clock", "RealClock", "VirtualClock"]
+__all__ = ["DEFAULT_START", "Clock", "RealClock", "VirtualClock", "until_idle"]
 
 # 2026-01-01T00:00:00Z: virtual time starts at a fixed, plausible epoch second.
 DEFAULT_START = 1_767_225_600.0
@@ -76,6 +76,11 @@ class VirtualClock:
         """How many sleepers wait (cancelled ones are not counted)."""
         return sum(1 for *_, future in self._sleepers if not future.done())
 
+    def next_deadline(self) -> float | None:
+        """When the earliest sleeper is due, or None with nobody asleep."""
+        live = [deadline for deadline, _, future in self._sleepers if not future.done()]
+        return min(live) if live else None
+
     async def sleep(self, seconds: float) -> None:
         if not math.isfinite(seconds) or seconds < 0:
             raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
@@ -96,7 +101,7 @@ class VirtualClock:
             if due is None:
                 break
             self._wake(due)
-            await _until_idle()
+            await until_idle()
         self._now = max(self._now, target)
 
     def _ensure_jumper(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -119,7 +124,7 @@ class VirtualClock:
 
     async def _jump_when_idle(self, new_sleeper: asyncio.Event) -> None:
         while True:
-            await _until_idle()
+            await until_idle()
             due = self._pop_earliest(until=math.inf)
             if due is None:
                 new_sleeper.clear()
@@ -140,7 +145,7 @@ class VirtualClock:
         future.set_result(None)
 
 
-async def _until_idle() -> None:
+async def until_idle() -> None:
     """Yield until no other callback is ready to run, twice in a row."""
     ready = getattr(asyncio.get_running_loop(), "_ready", None)
     if not isinstance(ready, Sized):

@@ -13,7 +13,10 @@ from typing import Any
 import httpx
 
 from arck.simulator.asgi import SyncASGITransport
+from arck.simulator.clock import VirtualClock, until_idle
+from arck.simulator.control import InProcessControl
 from arck.simulator.errors import UsageError
+from arck.simulator.provider import SimulatedProvider
 from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
 from arck.simulator.targetfile import ROLES, TargetFile, load
 
@@ -68,13 +71,14 @@ def build_target(spec: str | None, config_path: Path | None = None, share: int =
         if spec is None:
             raise UsageError(f"{config_path}: [target] needs base_url, adapter or app")
     if spec == "reference":
-        return _in_process(load_object(REFERENCE_APP)(), "reference", "reference", config)
+        return _wired(load_object(REFERENCE_APP), "reference", "reference", config)
     if spec.startswith("mutant:"):
         name = spec.removeprefix("mutant:")
         names = mutant_names()
         if name not in names:
             raise UsageError(f"unknown mutant {name!r}; known: {', '.join(names)}")
-        return _in_process(load_object(MUTANT_BUILDER)(name), "mutant", spec, config)
+        builder = load_object(MUTANT_BUILDER)
+        return _wired(lambda **wiring: builder(name, **wiring), "mutant", spec, config)
     if spec.startswith("app:"):
         return _in_process(load_object(spec.removeprefix("app:"))(), "app", spec, config)
     if spec.startswith("adapter:"):
@@ -109,12 +113,31 @@ def _tokens(config: TargetFile, fallback: dict[str, str | None]) -> dict[str, st
     return tokens
 
 
-def _in_process(app: Any, kind: str, location: str, config: TargetFile) -> Target:
-    client = httpx.Client(transport=SyncASGITransport(app), base_url=IN_PROCESS_URL)
+def _in_process(
+    app: Any, kind: str, location: str, config: TargetFile,
+    transport: SyncASGITransport | None = None,
+) -> HttpTarget:
+    transport = transport or SyncASGITransport(app)
+    client = httpx.Client(transport=transport, base_url=IN_PROCESS_URL)
     # The reference and its mutants follow the reference profile by construction.
     profile = "reference" if kind in ("reference", "mutant") else config.target.profile
     info = _info(config, kind, location, profile)
     return HttpTarget(client, info, _tokens(config, DEV_TOKENS))
+
+
+def _wired(build: Any, kind: str, location: str, config: TargetFile) -> Target:
+    """The reference (or a mutant) on a virtual clock it shares with a simulated provider.
+
+    The clock moves only when a check advances it, and each answer is read once the work
+    its request started has run: a sequence of requests replays exactly.
+    """
+    clock = VirtualClock(autojump=False)
+    provider = SimulatedProvider(clock=clock)
+    app = build(clock=clock, provider_transport=provider.async_transport())
+    transport = SyncASGITransport(app, after=until_idle)
+    target = _in_process(app, kind, location, config, transport)
+    target.control = InProcessControl(transport, clock, provider)
+    return target
 
 
 def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:

@@ -13,11 +13,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import httpx
 
 from arck.simulator.errors import TargetUnreachable
+
+if TYPE_CHECKING:
+    from arck.simulator.control import Control
 
 REDACTED = "$ARCK_TOKEN"
 FORGED_TOKEN = "arck-forged-token-0000"  # role "forged": a token no target can know
@@ -108,6 +111,31 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class RuntimeTarget(Target, Protocol):
+    """A target that runs agents (docs/runs.md): the steps checks of runs need.
+
+    `control` is the harness's side (the simulated provider the target's channels call, and
+    time); None when the target file points the target at no provider, and then the checks
+    of runs are not applicable.
+    """
+
+    control: Control | None
+
+    def create_channel(self, body: Any, role: str = "full") -> Exchange: ...
+    def create_wallet(self, body: Any, role: str = "full") -> Exchange: ...
+    def deposit(self, wallet_id: str, amount: int, role: str = "full") -> Exchange: ...
+    def get_wallet(self, wallet_id: str, role: str = "full") -> Exchange: ...
+    def create_session(self, body: Any, role: str = "full") -> Exchange: ...
+    def history(self, session_id: str, kind: str, role: str = "full") -> Exchange: ...
+    def create_run(self, session_id: str, body: Any, role: str = "full") -> Exchange: ...
+    def get_run(self, run_id: str, role: str = "full") -> Exchange: ...
+    def cancel_run(self, run_id: str, role: str = "full") -> Exchange: ...
+    def run_events(self, run_id: str, role: str = "full") -> Exchange: ...
+    def tool_calls(self, run_id: str, role: str = "full") -> Exchange: ...
+    def submit_receipt(self, call_id: str, body: Any, role: str = "full") -> Exchange: ...
+
+
 class RateLimiter:
     """Spaces requests to a live service; the clock and sleep are injectable for tests."""
 
@@ -148,6 +176,7 @@ class HttpTarget:
         self.tokens = tokens
         self.limiter = limiter or RateLimiter(None)
         self.created: list[str] = []
+        self.control: Control | None = None
         self.exchanges = 0
         self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
@@ -229,6 +258,45 @@ class HttpTarget:
 
     def openapi(self) -> Exchange:
         return self.request("GET", "/openapi.json", role="none")
+
+    # -- runs (docs/runs.md) ---------------------------------------------------------------
+
+    def create_channel(self, body: Any, role: str = "full") -> Exchange:
+        return self._created(self._post("/v1/channels", body, role), "channel_id")
+
+    def create_wallet(self, body: Any, role: str = "full") -> Exchange:
+        return self._created(self._post("/v1/wallets", body, role), "wallet_id")
+
+    def deposit(self, wallet_id: str, amount: int, role: str = "full") -> Exchange:
+        return self._post(f"/v1/wallets/{wallet_id}/deposits", {"amount": amount}, role)
+
+    def get_wallet(self, wallet_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/wallets/{wallet_id}", role=role)
+
+    def create_session(self, body: Any, role: str = "full") -> Exchange:
+        return self._created(self._post("/v1/sessions", body, role), "session_id")
+
+    def history(self, session_id: str, kind: str, role: str = "full") -> Exchange:
+        leaf = {"formal": "history", "execution": "execution-history"}[kind]
+        return self.request("GET", f"/v1/sessions/{session_id}/{leaf}", role=role)
+
+    def create_run(self, session_id: str, body: Any, role: str = "full") -> Exchange:
+        return self._created(self._post(f"/v1/sessions/{session_id}/runs", body, role), "run_id")
+
+    def get_run(self, run_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/runs/{run_id}", role=role)
+
+    def cancel_run(self, run_id: str, role: str = "full") -> Exchange:
+        return self._post(f"/v1/runs/{run_id}/cancel", {}, role)
+
+    def run_events(self, run_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/runs/{run_id}/events", role=role)
+
+    def tool_calls(self, run_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/runs/{run_id}/tool-calls", role=role)
+
+    def submit_receipt(self, call_id: str, body: Any, role: str = "full") -> Exchange:
+        return self._post(f"/v1/tool-calls/{call_id}/receipts", body, role)
 
     def _post(self, path: str, body: Any, role: str) -> Exchange:
         if isinstance(body, bytes):

@@ -647,10 +647,14 @@ CATALOGUE: dict[str, Mutant] = {
 }
 
 
-def build_app(name: str) -> Any:
-    """The ASGI app of mutant `name`; KeyError naming the known mutants for an unknown one."""
+def build_app(name: str, **wiring: Any) -> Any:
+    """The ASGI app of mutant `name`, with `wiring` passed to `create_app` (clock, provider
+    transport); KeyError naming the known mutants for an unknown one."""
     mutant = CATALOGUE.get(name)
     if mutant is None:
         raise KeyError(f"unknown mutant {name!r}; known: {', '.join(sorted(CATALOGUE))}")
     module_name, _, attribute = mutant.factory.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)()
+    from arck.reference.mutants.base import wired
+
+    with wired(wiring):
+        return getattr(importlib.import_module(module_name), attribute)()
