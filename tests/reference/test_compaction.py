@@ -17,10 +17,12 @@ from typing import Any
 import httpx
 
 from arck.reference.app import create_app
+from arck.reference.runtime import compaction
 from arck.reference.runtime.compaction import SUMMARY_PROMPT, WORKING_MEMORY
 from arck.reference.runtime.runstore import RunStore
 from arck.simulator.clock import VirtualClock
 from arck.simulator.provider import (
+    ContextLengthExceeded,
     SimulatedProvider,
     Step,
     ToolCall,
@@ -274,3 +276,250 @@ def test_summary_only_when_local_is_not_enough_and_spaced() -> None:
         appends_between_compactions(provider, 3)
 
     scenario(test)
+
+
+SUMMARY_CHANNEL = {"name": "summarizer", "model": "sim-2", "input_capacity": 16_000,
+                   "total_capacity": 20_000, "output_capacity": 500, "timeout_ms": 30_000,
+                   "prices": {"input": 1_000_000, "cached_input": 100_000, "output": 3_000_000}}
+
+
+def test_summary_is_charged_to_the_run_wallet_and_never_a_sample() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", [Step(text="ok") for _ in range(6)])
+        s = await session(client, "s", summary=SUMMARY_CHANNEL)
+        started: list[Any] = []
+        finished: list[Any] = []
+        for _ in range(6):
+            reason, events = await text_run(client, clock, s["session_id"], 4_000)
+            assert reason == "completed"
+            started += of(events, "model_call.started")
+            finished += of(events, "model_call.finished")
+        purposes = [e["purpose"] for e in started]
+        assert purposes == ["main"] * 4 + ["summary", "main", "main"]
+        summary, after = started[4], started[5]
+        assert summary["channel_id"] != after["channel_id"]
+        assert summary["reservation"] == math.ceil((16_000 * 1_000_000 + 500 * 3_000_000)
+                                                   / 1_000_000)
+        usage = finished[4]["usage"]
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        assert finished[4]["charge"] == math.ceil(
+            ((usage["prompt_tokens"] - cached) * 1_000_000 + cached * 100_000
+             + usage["completion_tokens"] * 3_000_000) / 1_000_000)
+        assert finished[4]["released"] == summary["reservation"] - finished[4]["charge"]
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert wallet["charged"] == sum(f["charge"] for f in finished)
+        assert wallet["reserved"] == 0
+        # CTX-11: the summary's usage is no sample; the main calls' samples are all there are.
+        mains = [(e, f) for e, f in zip(started, finished, strict=True) if e["purpose"] == "main"]
+        for n, (event, _) in enumerate(mains):
+            earlier = mains[:n]
+            assert event["samples"] == len(earlier)
+            assert event["coefficient_raw"] == sum(e["raw_estimate"] for e, _ in earlier)
+            assert event["coefficient_real"] == sum(f["usage"]["prompt_tokens"]
+                                                    for _, f in earlier)
+        # The summary request: its own model and prompt, no script tag, no system prompt.
+        [request] = [r for r in provider.recorded() if r.conversation is None]
+        body = json.loads(request.body)
+        assert body["model"] == "sim-2"
+        assert "tools" not in body
+        assert "[arck-script:" not in request.body.decode()
+        assert "You help with orders." not in request.body.decode()
+        assert body["messages"][0] == {"role": "system", "content": SUMMARY_PROMPT}
+        assert len([r for r in provider.recorded() if r.conversation == "s"]) == 6
+
+    scenario(test)
+
+
+def test_refused_summary_leaves_history_unchanged() -> None:
+    async def test(world: World) -> None:
+        client, _, clock, runs = world
+        s = await session(client, "s")
+        sid = s["session_id"]
+        for _ in range(4):
+            await text_run(client, clock, sid, 4_000)
+        before = runs.history(sid, "execution")
+        reason, events = await text_run(client, clock, sid, 4_000)
+        assert reason == "completed"  # below 100%: sent as it was
+        [refused] = of(events, "compaction.refused")
+        assert refused["reason"] == ("the summary names call_999999_0, which is not in the "
+                                     "summarized stretch")
+        assert of(events, "compaction.applied") == []
+        [main] = main_started(events)
+        assert main["compaction"]["decision"] == "summary_refused"
+        assert "summary refused: the summary names call_999999_0" in main["compaction"]["reason"]
+        after = runs.history(sid, "execution")
+        assert after[: len(before)] == before
+        assert len(after) == len(before) + 2  # the input and the answer, appended
+        # Over the budget, with the summary refused again: the run ends, nothing is sent.
+        sent = len(provider_calls(world))
+        reason, events = await text_run(client, clock, sid, 10_000)
+        assert reason == "context_uncompactable"
+        [ended] = of(events, "compaction.uncompactable")
+        assert ended["reason"] == "compaction cannot bring the request under the effective budget"
+        assert ended["estimate"] >= BUDGET
+        assert [e["purpose"] for e in of(events, "model_call.started")] == ["summary"]
+        assert len(provider_calls(world)) == sent + 1
+
+    scenario(test, lambda provider: SummaryText(provider, "Refunds done, see call_999999_0."))
+
+
+def provider_calls(world: World) -> list[Any]:
+    return list(world[1].recorded())
+
+
+def test_input_alone_over_the_budget_ends_before_sending() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        s = await session(client, "s")
+        reason, events = await text_run(client, clock, s["session_id"], 30_000)
+        assert reason == "context_uncompactable"
+        [ended] = of(events, "compaction.uncompactable")
+        assert ended["reason"] == ("the system prompt, tool definitions and new input alone "
+                                   "reach the effective budget")
+        assert ended["effective_budget"] == BUDGET
+        assert of(events, "model_call.started") == []
+        assert of(events, "run.ended") == [{"end_reason": "context_uncompactable"}]
+        assert provider.recorded() == []
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (0, 0)
+
+    scenario(test)
+
+
+def test_last_two_exchanges_over_the_budget_end_the_run() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", lookups(3))
+        s = await session(client, "s")
+        reason, events = await drive(client, clock, s["session_id"], "Check", size=12_000)
+        assert reason == "context_uncompactable"
+        [ended] = of(events, "compaction.uncompactable")
+        assert ended["reason"] == "compaction cannot bring the request under the effective budget"
+        assert len(provider.recorded()) == 2  # never a third request, never a loop
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert wallet["reserved"] == 0
+
+    scenario(test)
+
+
+def test_context_overflow_is_repaired_and_sent_once_more() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", [*lookups(3)[:3], Step(faults=[ContextLengthExceeded()]),
+                                  Step(text="Done.")])
+        s = await session(client, "s")
+        reason, events = await drive(client, clock, s["session_id"], "Check my orders")
+        assert reason == "completed"
+        finished = of(events, "model_call.finished")
+        refused = [f for f in finished if f["outcome"] == "refused"]
+        assert [(f["status"], f["charge"]) for f in refused] == [(400, 0)]
+        started = main_started(events)
+        assert started[3]["compaction"]["decision"] == "none"  # the estimate saw no problem
+        repaired = started[4]["compaction"]
+        assert repaired["decision"].startswith("local")
+        assert repaired["reason"].startswith("context_length_exceeded from the provider")
+        assert next(a["kind"] for a in of(events, "compaction.applied")) == "local"
+        sent = [r for r in provider.recorded() if r.conversation == "s"]
+        assert len(sent) == 5
+        assert sent[4].messages_common is not None
+        assert sent[4].messages_common < len(json.loads(sent[3].body)["messages"])
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert wallet["reserved"] == 0
+        assert wallet["charged"] == sum(f["charge"] for f in finished)
+
+    scenario(test)
+
+
+def test_context_overflow_that_cannot_shrink_ends_the_run() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", [Step(faults=[ContextLengthExceeded()]), Step(text="never")])
+        s = await session(client, "s")
+        reason, events = await text_run(client, clock, s["session_id"], 100)
+        assert reason == "context_uncompactable"
+        [ended] = of(events, "compaction.uncompactable")
+        assert ended["reason"] == "the request refused as too long cannot be made smaller"
+        assert len(provider.recorded()) == 1
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (0, 0)
+
+    scenario(test)
+
+
+def test_a_second_overflow_ends_the_run() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock, _ = world
+        overflow = Step(faults=[ContextLengthExceeded()])
+        provider.add_script("s", [*lookups(3)[:3], overflow, overflow, Step(text="never")])
+        s = await session(client, "s")
+        reason, events = await drive(client, clock, s["session_id"], "Check my orders")
+        assert reason == "context_uncompactable"
+        refused = [f for f in of(events, "model_call.finished") if f["outcome"] == "refused"]
+        assert len(refused) == 2
+        assert len([r for r in provider.recorded() if r.conversation == "s"]) == 5
+
+    scenario(test)
+
+
+def _history() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """system, input 1, exchange a, answer, input 2, exchanges b and c, current input 3."""
+    def exchange(call_id: str, size: int) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function",
+                "function": {"name": "lookup", "arguments": json.dumps({"pad": "a" * size})}}
+        return [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call_id, "content": "r" * size}]
+    messages = [{"role": "system", "content": "You help. [arck-script:s]"},
+                {"role": "user", "content": "u" * 500}, *exchange("call_a", 900),
+                {"role": "assistant", "content": "Found it."}, {"role": "user", "content": "more"},
+                *exchange("call_b", 900), *exchange("call_c", 900),
+                {"role": "user", "content": "and now?"}]
+    facts = {c: {"receipt_id": f"rc-{c[-1]}", "status": "open"} for c in ("call_a", "call_b",
+                                                                           "call_c")}
+    return messages, facts
+
+
+def test_local_compaction_is_pure_and_idempotent() -> None:
+    messages, facts = _history()
+    once = compaction.local(messages, facts)
+    assert compaction.local(once, facts) == once
+    assert once[3]["content"] == ('{"compacted":true,"original_bytes":900,"receipt_id":"rc-a",'
+                                  '"status":"open"}')
+    assert json.loads(once[2]["tool_calls"][0]["function"]["arguments"]) == {
+        "compacted": True, "original_bytes": 911}
+    assert once[6:] == messages[6:]  # the last 2 exchanges and the input stay whole
+    assert compaction.local(messages, {}) == messages  # no receipt, nothing replaced
+
+
+def test_stretch_keeps_the_input_and_the_last_two_exchanges_whole() -> None:
+    messages, _ = _history()
+    assert compaction.kept_from(messages) == 6
+    assert compaction.current_input(messages, {"arck_request_input"}) == (10, 11)
+    assert compaction.stretch(messages, {"arck_request_input"}) == (1, 6)
+    summary = compaction.summary_messages(messages[1:6])
+    assert "[arck-script:" not in json.dumps(summary)
+    assert compaction.minimal(messages, set()) == [messages[0], messages[10]]
+
+
+def test_summary_candidates_are_validated() -> None:
+    messages, facts = _history()
+    span = (1, 6)
+    assert compaction.refusal("Looked up order a: open.", messages, span, facts) is None
+    refused = {
+        "": "the summary is empty",
+        "Called lookup; tool_calls: []": "the summary contains tool-call syntax",
+        "Receipt rc-b says shipped.": "the summary names rc-b, which is not in the summarized "
+                                      "stretch",
+        "See call_zzz.": "the summary names call_zzz, which is not in the summarized stretch",
+        "x" * 5_000: "the summary is not shorter than the stretch it would replace",
+    }
+    for text, reason in refused.items():
+        assert compaction.refusal(text, messages, span, facts) == reason
+    assert compaction.refusal("Receipt rc-a, call call_a.", messages, span, facts) is None
+    memory = compaction.working_memory("Order a is open.", messages[1:6], facts)
+    assert memory["content"].endswith('[{"name":"lookup","receipt_id":"rc-a","status":"open",'
+                                      '"tool_call_id":"call_a"}]')
+    rolled = compaction.replace(messages, span, memory)
+    # A later summary that includes this working memory carries its facts over.
+    again = compaction.working_memory("Earlier: order a.", rolled[1:2], facts)
+    assert again["content"].endswith(memory["content"].rpartition("\n")[2])
