@@ -361,28 +361,117 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8780,
     database: Annotated[
-        str, typer.Option(help="SQLite file, or :memory:.")
+        str,
+        typer.Option(
+            "--db", "--database",
+            help="SQLite file (a restart continues its runs), or :memory:.",
+        ),
     ] = "arck-reference.sqlite3",
     target: Annotated[
         str, typer.Option(help="What to serve: reference or mutant:NAME.")
     ] = "reference",
+    provider_url: Annotated[
+        str | None,
+        typer.Option(help="Base URL of the OpenAI-compatible model provider runs call, e.g. "
+                          "http://127.0.0.1:8900/v1 (arck simulate provider prints it)."),
+    ] = None,
+    test_clock: Annotated[
+        bool,
+        typer.Option(help="Run on a virtual clock that moves only on POST "
+                          "/v1/test-control/clock {\"advance_seconds\": N} (capability "
+                          "test-clock). Tests only."),
+    ] = False,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(help="How long a worker's claim on a run lasts unless renewed; a run "
+                          "whose worker died is taken over after it (RUN-02)."),
+    ] = 15.0,
 ) -> None:
     """Serve the reference engine (or a mutant) over HTTP for a manual or external run."""
     import uvicorn
 
+    from arck.simulator.provider.server import listen
+
+    problem = _serve_problem(port, database, provider_url, lease_seconds)
+    if problem is not None:
+        console.print(f"arck serve: {problem}")
+        raise typer.Exit(EXIT_USAGE)
+    wiring: dict[str, Any] = {}
+    if provider_url is not None:
+        wiring["provider_url"] = provider_url.rstrip("/")
+    if test_clock:
+        wiring["test_clock"] = True
+    if lease_seconds != 15.0:
+        wiring["lease_seconds"] = lease_seconds
     if target == "reference":
-        application = load_object(REFERENCE_APP)(database=database)
+        application = load_object(REFERENCE_APP)(database=database, **wiring)
     elif target.startswith("mutant:"):
-        application = load_object("arck.reference.mutants:build_app")(target[7:])
+        build = load_object("arck.reference.mutants:build_app")
+        try:
+            application = build(target[7:], **wiring) if wiring else build(target[7:])
+        except KeyError as exc:
+            console.print(f"arck serve: {exc.args[0]}")
+            raise typer.Exit(EXIT_USAGE) from None
     else:
         console.print("arck serve: --target is reference or mutant:NAME")
         raise typer.Exit(EXIT_USAGE)
+    try:
+        sock = listen(host, port)
+    except OSError as exc:
+        console.print(f"arck serve: cannot listen on {host}:{port}: {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
     console.print(f"arck reference engine on http://{host}:{port} (database {database})")
+    if provider_url is not None:
+        console.print(f"model provider: {wiring['provider_url']}")
+    if test_clock:
+        console.print("test clock: time moves only on POST /v1/test-control/clock")
     console.print("development credentials (tests only):")
     for role, token in DEV_TOKENS.items():
         console.print(f"  {role:<14} Bearer {token}")
     console.print(f"check it: arck run --target http://{host}:{port}")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    config = uvicorn.Config(application, log_level="warning", loop="asyncio")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _serve_problem(
+    port: int, database: str, provider_url: str | None, lease_seconds: float
+) -> str | None:
+    """What is wrong with `arck serve`'s flags, in a sentence; None when they are usable."""
+    import math
+    import sqlite3
+    from urllib.parse import urlsplit
+
+    if not 1 <= port <= 65535:
+        return f"--port must be 1..65535, not {port}"
+    if not (math.isfinite(lease_seconds) and 0.1 <= lease_seconds <= 86_400):
+        return f"--lease-seconds must be 0.1..86400, not {lease_seconds}"
+    if provider_url is not None:
+        parts = urlsplit(provider_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return (f"--provider-url must be an http(s) URL with a host, such as "
+                    f"http://127.0.0.1:8900/v1, not {provider_url!r}")
+        if parts.query or parts.fragment:
+            return f"--provider-url takes no query or fragment: {provider_url!r}"
+        try:
+            parts.port  # noqa: B018 (raises on a bad port)
+        except ValueError as exc:
+            return f"--provider-url: {exc}"
+    if database != ":memory:":
+        path = Path(database)
+        if path.is_dir():
+            return f"--db {database}: is a directory; give a SQLite file"
+        if not path.parent.is_dir():
+            return f"--db {database}: the folder {str(path.parent)!r} does not exist"
+        if path.exists():
+            try:
+                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+                try:
+                    db.execute("PRAGMA schema_version").fetchone()
+                finally:
+                    db.close()
+            except sqlite3.Error as exc:
+                return f"--db {database}: not a usable SQLite database ({exc})"
+    return None
 
 
 simulate = typer.Typer(help="Simulators an engine under test calls.", no_args_is_help=True)

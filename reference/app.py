@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from arck import PROTOCOL_REVISION
 from arck.reference.auth import Principal
-from arck.reference.clock import Clock, WallClock
+from arck.reference.clock import Clock, ManualClock, WallClock
 from arck.reference.engine import Engine
 from arck.reference.errors import (
     ApiError,
@@ -142,14 +142,30 @@ def create_app(
     database: str = ":memory:",
     clock: Clock | None = None,
     provider_transport: httpx.AsyncBaseTransport | None = None,
+    workers_class: type[Workers] = Workers,
+    runtime_class: type[Runtime] = Runtime,
+    provider_url: str | None = None,
+    test_clock: bool = False,
+    lease_seconds: float | None = None,
 ) -> FastAPI:
-    """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`).
+    """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`),
+    and so may the runtime's two seams, `workers_class` and `runtime_class`.
 
     Runs reach the model provider only on `provider_transport` (base URL http://provider/v1);
     without one, a run's model call ends it with `model_error`. `clock` is the only time runs
     read (a virtual clock in tests).
+
+    `provider_url` is an OpenAI-compatible base URL (`http://127.0.0.1:8900/v1`) reached over the
+    network, or the base URL used with `provider_transport`. `test_clock` runs the engine on a
+    `ManualClock` (or on `clock`, which must then have `advance`) and adds `POST
+    /v1/test-control/clock` (capability `test-clock`). `lease_seconds` is how long a worker's
+    claim on a run lasts unless renewed (RUN-02; docs/runs.md "Leases and recovery").
     """
     engine = engine if engine is not None else Engine(database=database)
+    if test_clock and clock is None:
+        clock = ManualClock()
+    if test_clock and not callable(getattr(clock, "advance", None)):
+        raise ValueError("test_clock needs a clock with advance(seconds)")
     clock = clock if clock is not None else WallClock()
     app = ReferenceApp(
         title="arck reference engine",
@@ -289,13 +305,24 @@ def create_app(
         """Dependency: as `json_body`, parsed on the event loop (see runtime/routes.py)."""
         return engine.parse_body(await limited_body(request))
 
-    workers = Workers(
-        engine.store, RunStore(engine.store), ModelClient(provider_transport, clock), clock
+    workers = workers_class(
+        engine.store, RunStore(engine.store),
+        ModelClient(provider_transport, clock, base_url=provider_url), clock,
     )
-    runtime = Runtime(engine, workers, clock)
+    if lease_seconds is not None:
+        workers.lease_seconds = lease_seconds
+    runtime = runtime_class(engine, workers, clock)
     app.state.runtime = runtime
+
+    async def start_workers() -> None:
+        """At startup the workers pick up runs whose lease lapsed (RUN-02)."""
+        runtime.workers.start()
+
+    app.router.on_startup.append(start_workers)
     app.router.on_shutdown.append(runtime.aclose)
     run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body)
+    if test_clock:
+        run_routes.install_test_clock(app, clock, deps["health"], Depends(inline_body))
 
     _immutable(app, "/v1/tool-sets/{tool_set_id}", "published tool sets are immutable", deps)
     _immutable(app, "/v1/agent-versions/{agent_version}", "agent versions are immutable", deps)

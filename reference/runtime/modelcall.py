@@ -33,13 +33,53 @@ class Outcome:
 
 
 class ModelClient:
-    def __init__(self, transport: httpx.AsyncBaseTransport | None, clock: Clock) -> None:
+    """The provider on `transport` (in-process), or over the network at `base_url`.
+
+    With neither, every call is refused ("no model provider is configured").
+    """
+
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport | None,
+        clock: Clock,
+        base_url: str | None = None,
+    ) -> None:
         self.clock = clock
         self._http = (
-            httpx.AsyncClient(transport=transport, base_url=PROVIDER_BASE_URL, timeout=None)
-            if transport is not None
+            httpx.AsyncClient(transport=transport, base_url=base_url or PROVIDER_BASE_URL,
+                              timeout=None)
+            if transport is not None or base_url is not None
             else None
         )
+
+    async def lookup(self, idempotency_key: str, timeout_s: float) -> list[dict[str, Any]] | None:
+        """What the provider recorded for this Idempotency-Key (docs/provider.md, RUN-12):
+        every request that carried it, in order; None when the lookup is unavailable (no
+        provider, an error answer, a broken connection, no answer within `timeout_s`)."""
+        if self._http is None:
+            return None
+        call = asyncio.ensure_future(self._http.get(
+            "/arck/requests", params={"idempotency_key": idempotency_key}))
+        timer = asyncio.ensure_future(self.clock.sleep(timeout_s))
+        try:
+            await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (call, timer):
+                if not pending.done():
+                    pending.cancel()
+            await asyncio.gather(call, timer, return_exceptions=True)
+        if call.cancelled() or call.exception() is not None:
+            return None
+        response = call.result()
+        if response.status_code != 200:
+            return None
+        try:
+            data = json.loads(response.content).get("data")
+        except (ValueError, AttributeError):
+            return None
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            return None
+        return data
 
     async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
         if self._http is None:
@@ -48,7 +88,14 @@ class ModelClient:
         call = asyncio.ensure_future(self._http.post("/chat/completions", content=body,
                                                      headers=headers))
         timer = asyncio.ensure_future(self.clock.sleep(timeout_ms / 1000))
-        await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait({call, timer}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The worker stops (shutdown): the request goes with it, as in a dying process.
+            call.cancel()
+            timer.cancel()
+            await asyncio.gather(call, timer, return_exceptions=True)
+            raise
         if not call.done():
             call.cancel()
             await asyncio.gather(call, return_exceptions=True)

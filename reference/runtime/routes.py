@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from arck.reference.auth import Principal
-from arck.reference.runtime.service import Runtime
+from arck.reference.runtime import stream
+from arck.reference.runtime.service import Runtime, _validate
 from arck.reference.runtime.wire import (
     CancelRequest,
     Channel,
@@ -34,7 +35,7 @@ from arck.reference.runtime.wire import (
     WalletCreate,
 )
 
-__all__ = ["REQUEST_MODELS", "install"]
+__all__ = ["REQUEST_MODELS", "ClockAdvance", "install", "install_test_clock"]
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     ChannelCreate, WalletCreate, Deposit, SessionCreate, RunCreate, CancelRequest, Receipt,
@@ -129,6 +130,7 @@ def install(
     @app.get("/v1/runs/{run_id}", response_model=Run, tags=["runs"],
              responses=errors(401, 403, 404))
     async def get_run(run_id: str, principal: Principal = deps["get_run"]) -> JSONResponse:
+        runtime.workers.start()  # a restarted app picks up lapsed leases (RUN-02)
         return ok(runtime.get_run(principal, run_id))
 
     @app.post("/v1/runs/{run_id}/cancel", response_model=Run, tags=["runs"],
@@ -139,9 +141,20 @@ def install(
         return ok(runtime.cancel_run(principal, run_id, data))
 
     @app.get("/v1/runs/{run_id}/events", response_model=EventList, tags=["runs"],
-             responses=errors(401, 403, 404))
-    async def run_events(run_id: str, principal: Principal = deps["get_run"]) -> JSONResponse:
-        return ok(EventList(events=runtime.events(principal, run_id)))
+             responses={**errors(401, 403, 404, 422), 200: {"content": {
+                 stream.MEDIA_TYPE: {"schema": {"type": "string"}}},
+                 "description": "JSON, or with `Accept: text/event-stream` the events as SSE "
+                                "from after `Last-Event-ID` (docs/runs.md)."}})
+    async def run_events(
+        run_id: str, request: Request, principal: Principal = deps["get_run"]
+    ) -> Response:
+        runtime.workers.start()
+        if not stream.wants_stream(request.headers.get("accept")):
+            return ok(EventList(events=runtime.events(principal, run_id)))
+        runtime.events(principal, run_id)  # 404 / 403 before the stream starts
+        after = stream.last_event_id(request.headers.get("last-event-id"))
+        return StreamingResponse(stream.sse(runtime.runs, run_id, after, runtime.clock),
+                                 media_type=stream.MEDIA_TYPE, headers=stream.HEADERS)
 
     @app.get("/v1/runs/{run_id}/tool-calls", response_model=ToolCallList, tags=["runs"],
              responses=errors(401, 403, 404))
@@ -158,6 +171,23 @@ def install(
         answer = runtime.submit_receipt(principal, call_id, data)
         runtime.workers.start()
         return ok(answer)
+
+
+class ClockAdvance(BaseModel):
+    """`POST /v1/test-control/clock`: move the engine's virtual clock forward."""
+
+    model_config = ConfigDict(extra="forbid")
+    advance_seconds: float = Field(ge=0, le=10**9, allow_inf_nan=False)
+
+
+def install_test_clock(app: FastAPI, clock: Any, caller: Any, body_dep: Any) -> None:
+    """Capability `test-clock` (`arck serve --test-clock`): 200 `{"now"}` once every sleeper
+    due by the new time has run. Absent otherwise (404 as any unknown route)."""
+
+    @app.post("/v1/test-control/clock", include_in_schema=False)
+    async def advance_clock(principal: Principal = caller, data: Any = body_dep) -> JSONResponse:
+        request = _validate(ClockAdvance, data)
+        return JSONResponse({"now": await clock.advance(request.advance_seconds)})
 
 
 def _async(handler: Callable[..., JSONResponse]) -> Callable[..., Any]:

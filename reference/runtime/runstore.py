@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from arck.reference.canonical import canonical_text, utf8_length
+from arck.reference.runtime.changes import CHANGES
 from arck.reference.store import Store
 
-__all__ = ["SCHEMA", "RunStore", "SessionRow", "append", "event"]
+__all__ = ["LEASE_SCHEMA", "SCHEMA", "Claim", "RunStore", "SessionRow", "append", "event"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -33,7 +34,8 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_by_session ON history (session_id, kind, seq);
 CREATE TABLE IF NOT EXISTS runs (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
-    session_id TEXT NOT NULL, state TEXT NOT NULL, end_reason TEXT, worker TEXT);
+    session_id TEXT NOT NULL, state TEXT NOT NULL, end_reason TEXT, worker TEXT,
+    lease_until REAL);
 CREATE TABLE IF NOT EXISTS run_events (
     seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, n INTEGER NOT NULL, type TEXT NOT NULL,
     at REAL NOT NULL, data TEXT NOT NULL, UNIQUE (run_id, n));
@@ -55,6 +57,21 @@ CREATE TABLE IF NOT EXISTS calibration_samples (
     model_call_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS samples_by_set ON calibration_samples (tenant, set_key, seq);
 """
+
+
+# Leases (RUN-02): which app instance's workers exist, so worker names never repeat.
+LEASE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS worker_instances (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, started_at REAL NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A run a worker now holds; `takeover`: it was running under a lease that expired."""
+
+    run_id: str
+    takeover: bool
 
 
 @dataclass(frozen=True)
@@ -83,6 +100,7 @@ def event(db: sqlite3.Connection, run_id: str, kind: str, at: float, /, **data: 
         "INSERT INTO run_events (run_id, n, type, at, data) VALUES (?, ?, ?, ?, ?)",
         (run_id, row[0], kind, at, canonical_text(data)),
     )
+    CHANGES.changed(run_id)
 
 
 def append(db: sqlite3.Connection, session_id: str, kind: str, item: dict[str, Any]) -> None:
@@ -122,6 +140,9 @@ class RunStore:
     def __init__(self, store: Store) -> None:
         self.store = store
         store.install(SCHEMA)
+        store.install(LEASE_SCHEMA)
+        if "lease_until" not in {r[1] for r in store.read("PRAGMA table_info(runs)")}:
+            store.install("ALTER TABLE runs ADD COLUMN lease_until REAL;")  # an older file
         _add_compaction_columns(store)
 
     def create_session(
@@ -245,22 +266,79 @@ class RunStore:
         ).fetchone()
         return busy is not None
 
-    def claim(self, worker: str, at: float) -> str | None:
-        """Take the oldest queued run, by a conditional update another worker cannot share."""
+    def register_instance(self, at: float) -> str:
+        """A new id for a process's (or an app's) set of workers: worker names never repeat,
+        so a restarted app never mistakes a dead worker's claim for its own."""
         with self.store.transaction() as db:
+            return Store.insert(db, "worker_instances", "inst", ("started_at",), (at,))
+
+    def claim(self, worker: str, at: float, lease: float = 0.0) -> Claim | None:
+        """Take a run whose lease expired (RUN-02), else the oldest queued run.
+
+        Both are conditional updates another worker (or process) cannot share: a takeover names
+        the previous holder and lease it saw, so of two workers taking the same run only one
+        matches. The new holder owns the run until `at + lease`, and renews while it works.
+        """
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT id, worker, lease_until FROM runs WHERE state = 'running' AND "
+                "(lease_until IS NULL OR lease_until <= ?) ORDER BY seq LIMIT 1",
+                (at,),
+            ).fetchone()
+            if row is not None:
+                done = db.execute(
+                    "UPDATE runs SET worker = ?, lease_until = ? WHERE id = ? AND "
+                    "state = 'running' AND worker IS ? AND lease_until IS ?",
+                    (worker, at + lease, row[0], row[1], row[2]),
+                )
+                if done.rowcount != 1:
+                    return None
+                event(db, row[0], "run.recovered", at, worker=worker, previous_worker=row[1],
+                      lease_expired_at=row[2])
+                return Claim(str(row[0]), takeover=True)
             row = db.execute(
                 "SELECT id FROM runs WHERE state = 'queued' ORDER BY seq LIMIT 1"
             ).fetchone()
             if row is None:
                 return None
             done = db.execute(
-                "UPDATE runs SET state = 'running', worker = ? WHERE id = ? AND state = 'queued'",
-                (worker, row[0]),
+                "UPDATE runs SET state = 'running', worker = ?, lease_until = ? WHERE id = ? "
+                "AND state = 'queued'",
+                (worker, at + lease, row[0]),
             )
             if done.rowcount != 1:
                 return None
             event(db, row[0], "run.started", at, worker=worker)
-            return str(row[0])
+            return Claim(str(row[0]), takeover=False)
+
+    def renew(self, run_id: str, worker: str, until: float) -> bool:
+        """Extend the lease of a run this worker still holds; False once it holds it no more."""
+        with self.store.transaction() as db:
+            done = db.execute(
+                "UPDATE runs SET lease_until = ? WHERE id = ? AND state = 'running' AND "
+                "worker = ? AND (lease_until IS NULL OR lease_until < ?)",
+                (until, run_id, worker, until),
+            )
+            if done.rowcount == 1:
+                return True
+            return db.execute(
+                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
+                (run_id, worker),
+            ).fetchone() is not None
+
+    def next_lease_expiry(self) -> float | None:
+        """When the earliest lease of a running run ends (an idle worker then looks again)."""
+        rows = self.store.read("SELECT MIN(COALESCE(lease_until, 0)) FROM runs "
+                               "WHERE state = 'running'")
+        return None if rows[0][0] is None else float(rows[0][0])
+
+    def events_after(self, run_id: str, after: int) -> list[dict[str, Any]]:
+        """The run's events with ids above `after` (a stream resuming from Last-Event-ID)."""
+        rows = self.store.read(
+            "SELECT n, type, at, data FROM run_events WHERE run_id = ? AND n > ? ORDER BY n",
+            (run_id, after),
+        )
+        return [{"id": n, "type": t, "at": at, "data": json.loads(d)} for n, t, at, d in rows]
 
     @staticmethod
     def end(

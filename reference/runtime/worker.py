@@ -1,7 +1,9 @@
 """Workers: asyncio tasks that claim queued runs from the store and make one model call each.
 
-A claim is a conditional update, so several workers (and later several processes) never share
-a run. A worker holds a run only for one model call: a run waiting for tool receipts holds none.
+A claim is a conditional update, so several workers (and several processes) never share a run.
+A worker holds a run only for one model call: a run waiting for tool receipts holds none. A
+claim is a lease on the injected clock, renewed while the worker works; a run whose lease
+lapsed is taken over and checked first (reconcile.py, RUN-02, RUN-12).
 The order of one call: estimate (CTX), reserve (BIL-01/02), record the call and its RUN-15
 event, send once, then settle and apply the answer in one transaction.
 """
@@ -9,6 +11,7 @@ event, send once, then settle and apply the answer in one transaction.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from arck.reference.canonical import canonical_text
@@ -17,18 +20,25 @@ from arck.reference.models import DEFAULT_BUDGET
 from arck.reference.runtime import billing, estimate
 from arck.reference.runtime.compactor import Compactor, Target, figures, raw_of, request_body
 from arck.reference.runtime.modelcall import ModelClient, Outcome
-from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
+from arck.reference.runtime.reconcile import Reconciler
+from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.store import Store
 
-__all__ = ["REQUEST_APPROVAL", "REQUEST_INPUT", "Workers"]
+__all__ = ["LEASE_SECONDS", "REQUEST_APPROVAL", "REQUEST_INPUT", "Workers"]
 
 REQUEST_INPUT = "arck_request_input"
 REQUEST_APPROVAL = "arck_request_approval"
 _RESERVED = {REQUEST_INPUT: "input_required", REQUEST_APPROVAL: "approval_required"}
+LEASE_SECONDS = 15.0
+_log = logging.getLogger("arck.reference")
 
 
 class Workers:
+    lease_seconds: float = LEASE_SECONDS  # RUN-02: a claim's lease, renewed every third of it
+    reconciler: Reconciler | None = None
+    instance: str = ""
+
     def __init__(
         self, store: Store, runs: RunStore, model: ModelClient, clock: Clock, count: int = 2
     ) -> None:
@@ -42,12 +52,18 @@ class Workers:
         self.compactor = Compactor(self, frozenset(_RESERVED))
 
     def start(self) -> None:
-        """Start the tasks in the running loop, once (the app's first runtime request)."""
+        """Start the tasks in the running loop, once (the app's startup or first runtime
+        request). The first claims take over runs whose lease expired (RUN-02)."""
         loop = asyncio.get_running_loop()
         if self._tasks and self._tasks[0].get_loop() is loop and not self._tasks[0].done():
             return
+        if self.reconciler is None:
+            self.reconciler = Reconciler(self)
+        # Names never repeat across restarts: a new app never mistakes a dead one's claims.
+        self.instance = self.runs.register_instance(self.clock.now())
         self._wake = asyncio.Event()
-        self._tasks = [loop.create_task(self._loop(f"worker-{i + 1}")) for i in range(self.count)]
+        self._tasks = [loop.create_task(self._loop(f"{self.instance}.worker-{i + 1}"))
+                       for i in range(self.count)]
 
     def notify(self) -> None:
         if self._wake is not None:
@@ -61,13 +77,56 @@ class Workers:
 
     async def _loop(self, name: str) -> None:
         assert self._wake is not None
+        assert self.reconciler is not None
         while True:
             self._wake.clear()
-            run_id = self.runs.claim(name, self.clock.now())
-            if run_id is None:
-                await self._wake.wait()
-                continue
-            await self.step(run_id, name)
+            claim = self.runs.claim(name, self.clock.now(), self.lease_seconds)
+            if claim is not None:
+                await self._hold(claim, name)
+            elif not await self.reconciler.reconcile_due():
+                await self._idle()
+
+    async def _hold(self, claim: Claim, name: str) -> None:
+        """Work on a claimed run while renewing its lease; a takeover checks first (RUN-12)."""
+        assert self.reconciler is not None
+        renewal = asyncio.ensure_future(self._renew(claim.run_id, name))
+        try:
+            if claim.takeover:
+                await self.reconciler.take_over(claim.run_id, name)
+            else:
+                await self.step(claim.run_id, name)
+        except Exception:
+            # A bug must not stop the worker; the lease lapses and the run is checked again.
+            _log.exception("worker %s failed on run %s", name, claim.run_id)
+        finally:
+            renewal.cancel()
+            await asyncio.gather(renewal, return_exceptions=True)
+
+    async def _renew(self, run_id: str, name: str) -> None:
+        while True:
+            await self.clock.sleep(self.lease_seconds / 3)
+            if not self.runs.renew(run_id, name, self.clock.now() + self.lease_seconds):
+                return
+
+    async def _idle(self) -> None:
+        """Until woken, or until a lease may have lapsed (a worker here or in another process
+        died) or a cost-pending call is due for reconciliation (both on the injected clock)."""
+        assert self._wake is not None
+        assert self.reconciler is not None
+        deadlines = [d for d in (self.runs.next_lease_expiry(),
+                                 self.reconciler.schedule()) if d is not None]
+        if not deadlines:
+            await self._wake.wait()
+            return
+        delay = max(min(deadlines) - self.clock.now(), 0.001)
+        woken = asyncio.ensure_future(self._wake.wait())
+        timer = asyncio.ensure_future(self.clock.sleep(delay))
+        try:
+            await asyncio.wait({woken, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            timer.cancel()
+            await asyncio.gather(woken, timer, return_exceptions=True)
 
     async def step(self, run_id: str, worker: str) -> None:
         """One main model call of a claimed run, after the compaction it needs (CTX-03..07);
@@ -151,6 +210,8 @@ class Workers:
         body = outcome.body or {}
         usage = body.get("usage") if outcome.kind == "answered" else None
         with self.store.transaction() as db:
+            if not _may_finish(db, run_id, worker, call_id):
+                return None
             if outcome.kind == "refused":
                 Wallets.release(db, session.wallet_id, reservation)
                 db.execute("UPDATE model_calls SET state = 'refused', response = ? WHERE id = ?",
@@ -265,6 +326,18 @@ class Workers:
         tool_set = self.store.tool_set(session.tenant, version.tool_set_id)
         assert tool_set is not None
         return {t.name: t.max_result_context_bytes for t in tool_set.tools}
+
+
+def _may_finish(db: Any, run_id: str, worker: str, call_id: str) -> bool:
+    """RUN-02, RUN-12: only a call still `sent` is settled, once; and not by a worker whose run
+    another worker took over (the new holder reconciles the call and applies its answer). A run
+    that ended meanwhile (cancelled) still settles its call's money here."""
+    if db.execute("SELECT 1 FROM model_calls WHERE id = ? AND state = 'sent'",
+                  (call_id,)).fetchone() is None:
+        return False
+    taken = db.execute("SELECT 1 FROM runs WHERE id = ? AND state != 'ended' AND "
+                       "worker IS NOT ?", (run_id, worker)).fetchone()
+    return taken is None
 
 
 def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:

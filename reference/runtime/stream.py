@@ -1,0 +1,89 @@
+"""A run's events as Server-Sent Events (RUN-03, RUN-16), resumable from `Last-Event-ID`.
+
+Each event is one SSE message: `id: <n>` (the event's id, 1, 2, ... per run), `event: <type>`,
+and `data: <the event as canonical JSON>` (the same object the JSON list holds). The stream
+sends the events after `Last-Event-ID` (all without it), then waits for new ones while the run
+is active; it ends once the run has ended and every event up to `run.ended` was sent. While
+waiting it sends a `: keep-alive` comment every `KEEPALIVE_S` seconds of the injected clock,
+and looks at the store again then (events written by another process wake nobody here).
+
+Reading the stream changes nothing: a client that drops it cancels nothing (RUN-03); the run
+goes on and the client may resume with the last id it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from arck.reference.canonical import canonical_text
+from arck.reference.clock import Clock
+from arck.reference.errors import ValidationFailed
+from arck.reference.runtime.changes import CHANGES
+from arck.reference.runtime.runstore import RunStore
+
+__all__ = ["KEEPALIVE_S", "MEDIA_TYPE", "last_event_id", "sse", "wants_stream"]
+
+KEEPALIVE_S = 15.0
+MEDIA_TYPE = "text/event-stream"
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def wants_stream(accept: str | None) -> bool:
+    """An `Accept` naming text/event-stream (any parameters); JSON otherwise."""
+    if not accept:
+        return False
+    return any(part.split(";")[0].strip().lower() == MEDIA_TYPE for part in accept.split(","))
+
+
+def last_event_id(header: str | None) -> int:
+    """The id to resume after: 0 without the header; 422 unless it is a decimal integer."""
+    if header is None or header.strip() == "":
+        return 0
+    text = header.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise ValidationFailed(
+            "Last-Event-ID: an event id of this run (a decimal integer) is expected",
+            "Last-Event-ID",
+        )
+    return int(text)
+
+
+def message(item: dict[str, Any]) -> bytes:
+    """One SSE message; canonical JSON holds no raw newline, so `data` is one line."""
+    return (f"id: {item['id']}\nevent: {item['type']}\ndata: {canonical_text(item)}\n\n"
+            ).encode()
+
+
+async def sse(runs: RunStore, run_id: str, after: int, clock: Clock) -> AsyncIterator[bytes]:
+    with CHANGES.watch(run_id) as changed:
+        while True:
+            changed.clear()
+            ended = _ended(runs, run_id)  # read before the events: run.ended is among them
+            for item in runs.events_after(run_id, after):
+                after = item["id"]
+                yield message(item)
+            if ended:
+                return
+            woke = await _wait(changed, clock)
+            if not woke:
+                yield b": keep-alive\n\n"
+
+
+def _ended(runs: RunStore, run_id: str) -> bool:
+    rows = runs.store.read("SELECT state FROM runs WHERE id = ?", (run_id,))
+    return not rows or rows[0][0] == "ended"
+
+
+async def _wait(changed: asyncio.Event, clock: Clock) -> bool:
+    """True when the run changed; False after KEEPALIVE_S on the injected clock."""
+    woken = asyncio.ensure_future(changed.wait())
+    timer = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
+    try:
+        await asyncio.wait({woken, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        woken.cancel()
+        timer.cancel()
+        await asyncio.gather(woken, timer, return_exceptions=True)
+    return woken.done() and not woken.cancelled()

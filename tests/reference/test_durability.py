@@ -1,0 +1,502 @@
+"""Durable runs (docs/runs.md "Leases and recovery"): leases, takeover, reconciliation (RUN-02,
+RUN-12, BIL-03). In-process on a virtual clock, then `arck serve` killed with SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from arck.reference.app import create_app
+from arck.reference.engine import Engine
+from arck.simulator.clock import RealClock, VirtualClock
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, script_tag, server
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
+CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
+           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
+           "prices": PRICES}
+RESERVATION = math.ceil((100_000 * 2_000_000 + 4_000 * 8_000_000) / 1_000_000)
+FUNDS = 10 * RESERVATION
+SCHEMA = {"type": "object"}
+LEASE = 15.0
+
+
+def charge(usage: dict[str, Any]) -> int:
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    return math.ceil(((usage["prompt_tokens"] - cached) * PRICES["input"]
+                      + cached * PRICES["cached_input"]
+                      + usage["completion_tokens"] * PRICES["output"]) / 1_000_000)
+
+
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def session(client: httpx.AsyncClient, script: str) -> dict[str, Any]:
+    binding = await post(client, "/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
+    channel = await post(client, "/v1/channels", CHANNEL)
+    version = await post(client, "/v1/agents/agent-1/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"You help. {script_tag(script)}"})
+    wallet = await post(client, "/v1/wallets", {"name": "w"})
+    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
+    answer: dict[str, Any] = await post(client, "/v1/sessions", {
+        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
+    return answer
+
+
+async def until(client: httpx.AsyncClient, clock: VirtualClock, run_id: str,
+                done: Callable[[dict[str, Any]], bool], limit: float = 600) -> dict[str, Any]:
+    start = clock.now()
+    while clock.now() - start < limit:
+        snapshot: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
+        if done(snapshot):
+            return snapshot
+        await clock.sleep(0.5)
+    raise AssertionError(f"run {run_id}: {snapshot}")
+
+
+async def event_list(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
+    answer: list[dict[str, Any]] = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
+    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
+    return answer
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in events if e["type"] == kind]
+
+
+class Swallow(httpx.AsyncBaseTransport):
+    """Forwards to the provider, except what `blocked` names, which never leaves (a request
+    lost before it reached the provider, or a lookup that fails)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, *, completions: bool = False,
+                 lookups: bool = False) -> None:
+        self.inner = inner
+        self.completions = completions
+        self.lookups = lookups
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.completions and request.url.path.endswith("/chat/completions"):
+            await asyncio.Event().wait()
+        if self.lookups and "/arck/requests" in request.url.path:
+            return httpx.Response(503, json={"error": "down"})
+        return await self.inner.handle_async_request(request)
+
+
+class World:
+    """One store, one provider, one clock; apps come and go on it like processes."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+        self.provider = SimulatedProvider(clock=self.clock)
+        self.engine = Engine()
+        self.apps: list[Any] = []
+
+    def client(self, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+        app = create_app(self.engine, clock=self.clock, lease_seconds=LEASE,
+                         provider_transport=transport or self.provider.async_transport())
+        self.apps.append(app)
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://reference.test", headers=FULL)
+
+    async def crash(self) -> None:
+        """The last app's workers die mid-call (SIGKILL, in-process): nothing is finished."""
+        await self.apps[-1].state.runtime.workers.stop()
+
+    async def close(self) -> None:
+        for app in self.apps:
+            await app.state.runtime.aclose()
+
+
+def scenario(test: Callable[[World], Awaitable[None]]) -> None:
+    async def main() -> None:
+        world = World()
+        try:
+            await test(world)
+        finally:
+            await world.close()
+
+    asyncio.run(main())
+
+
+async def mid_call(client: httpx.AsyncClient, world: World, run_id: str) -> None:
+    await until(client, world.clock, run_id, lambda s: s["state"] == "running", 5)
+    for _ in range(100):
+        if of_type(await event_list(client, run_id), "model_call.started"):
+            return
+        await world.clock.sleep(0.01)
+    raise AssertionError("no model call started")
+
+
+def test_a_lost_worker_is_taken_over_and_its_answer_applied_without_resend() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
+        first = world.client()
+        s = await session(first, "s")
+        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        await mid_call(first, world, r["run_id"])
+        crashed_at = world.clock.now()
+        await world.crash()
+        second = world.client()
+        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        assert done["end_reason"] == "completed"
+        events = await event_list(second, r["run_id"])
+        [recovered] = of_type(events, "run.recovered")
+        assert recovered["previous_worker"].startswith("inst-000001.")
+        assert recovered["worker"].startswith("inst-000002.")
+        assert recovered["lease_expired_at"] <= crashed_at + LEASE
+        [started] = of_type(events, "model_call.started")
+        [reconciled] = of_type(events, "model_call.reconciled")
+        assert (reconciled["verdict"], reconciled["resent"]) == ("processed", False)
+        [finished] = of_type(events, "model_call.finished")
+        assert finished["outcome"] == "answered"
+        [record] = world.provider.lookup_key(started["call_id"])  # sent once, never again
+        assert record.outcome == "lost"
+        assert finished["usage"] == record.usage
+        history = (await second.get(f"/v1/sessions/{s['session_id']}/history")).json()
+        assert history["items"] == [{"type": "user", "text": "Hello"},
+                                    {"type": "assistant", "text": "Done."}]
+        wallet = (await second.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (0, charge(record.usage))
+        assert wallet["balance"] + wallet["charged"] == FUNDS
+
+    scenario(test)
+
+
+def test_a_call_that_never_arrived_is_sent_once_after_the_check() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(text="Done.")])
+        first = world.client(Swallow(world.provider.async_transport(), completions=True))
+        s = await session(first, "s")
+        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        await mid_call(first, world, r["run_id"])
+        await world.crash()
+        assert world.provider.records() == []
+        second = world.client()
+        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        assert done["end_reason"] == "completed"
+        events = await event_list(second, r["run_id"])
+        [started] = of_type(events, "model_call.started")
+        [reconciled] = of_type(events, "model_call.reconciled")
+        assert (reconciled["verdict"], reconciled["resent"]) == ("not_processed", True)
+        [record] = world.provider.lookup_key(started["call_id"])
+        assert record.outcome == "answered"
+
+    scenario(test)
+
+
+def test_without_the_lookup_the_run_ends_cost_pending_then_settles_later() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
+        first = world.client()
+        s = await session(first, "s")
+        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        await mid_call(first, world, r["run_id"])
+        await world.crash()
+        second = world.client(Swallow(world.provider.async_transport(), lookups=True))
+        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        assert done["end_reason"] == "cost_pending_reconciliation"
+        wallet = (await second.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (RESERVATION, 0)
+        [reconciled] = of_type(await event_list(second, r["run_id"]), "model_call.reconciled")
+        assert reconciled["verdict"] == "unavailable"
+        await world.crash()
+        third = world.client()  # the lookup answers again: the reservation settles
+        await third.get(f"/v1/runs/{r['run_id']}")
+        await world.clock.sleep(400)
+        events = await event_list(third, r["run_id"])
+        [record] = world.provider.lookup_key(of_type(events, "model_call.started")[0]["call_id"])
+        late = of_type(events, "model_call.reconciled")[-1]
+        assert (late["verdict"], late["charge"]) == ("processed", charge(record.usage))
+        assert events[-1]["type"] == "model_call.reconciled"  # after run.ended: not revived
+        snapshot = (await third.get(f"/v1/runs/{r['run_id']}")).json()
+        assert snapshot["end_reason"] == "cost_pending_reconciliation"
+        history = (await third.get(f"/v1/sessions/{s['session_id']}/history")).json()
+        assert history["items"] == [{"type": "user", "text": "Hello"}]
+        wallet = (await third.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (0, charge(record.usage))
+        assert wallet["balance"] + wallet["charged"] == FUNDS
+
+    scenario(test)
+
+
+def test_a_timed_out_call_is_reconciled_and_its_reservation_settles() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(text="late", faults=[SlowAnswer(seconds=120)])])
+        client = world.client()
+        s = await session(client, "s")
+        r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        done = await until(client, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        assert done["end_reason"] == "model_timeout"
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert wallet["reserved"] == RESERVATION
+        await world.clock.sleep(70)
+        events = await event_list(client, r["run_id"])
+        [started] = of_type(events, "model_call.started")
+        [record] = world.provider.lookup_key(started["call_id"])
+        [reconciled] = of_type(events, "model_call.reconciled")
+        assert reconciled["charge"] == charge(record.usage)
+        wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
+        assert (wallet["reserved"], wallet["charged"]) == (0, charge(record.usage))
+        assert (await client.get(f"/v1/runs/{r['run_id']}")).json()["end_reason"] == \
+            "model_timeout"
+
+    scenario(test)
+
+
+def test_the_lease_is_renewed_while_a_call_is_long() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=25)])])
+        client = world.client()
+        s = await session(client, "s")
+        r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        await until(client, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        events = await event_list(client, r["run_id"])
+        assert of_type(events, "run.recovered") == []  # 25 s > the 15 s lease: renewed
+        assert events[-1]["data"] == {"end_reason": "completed"}
+
+    scenario(test)
+
+
+# -- arck serve, SIGKILL, restart ---------------------------------------------------------------
+
+RUNS = 3
+SLOW = 3.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def provider_url() -> Iterator[tuple[SimulatedProvider, str]]:
+    provider = SimulatedProvider(clock=RealClock())
+    sock = listen("127.0.0.1", 0)
+    uvicorn_server = server(provider)
+    thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]})
+    thread.start()
+    try:
+        yield provider, f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    finally:
+        uvicorn_server.should_exit = True
+        thread.join()
+        sock.close()
+
+
+class Served:
+    """`arck serve` in a subprocess."""
+
+    def __init__(self, args: list[str], port: int, log: Path) -> None:
+        self.log = log.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(port), *args],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "CI": "true"})
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{self.url}/v1/health", headers=FULL).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise AssertionError("arck serve never answered")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self.log.close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+def _steps(i: int) -> list[Step]:
+    return [Step(text=f"First answer {i}.", faults=[SlowAnswer(seconds=SLOW)]),
+            Step(text=f"Second answer {i}.")]
+
+
+def _setup(client: httpx.Client, i: int) -> dict[str, Any]:
+    def post_sync(path: str, body: Any, status: int = 201) -> Any:
+        response = client.post(path, json=body)
+        assert response.status_code == status, response.text
+        return response.json()
+
+    channel = post_sync("/v1/channels", CHANNEL)
+    binding = post_sync("/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
+    tool_set = post_sync("/v1/tool-sets", {"name": "t", "tools": [tool]})
+    version = post_sync("/v1/agents/agent-1/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"Session {i}. {script_tag(f'k{i}')}"})
+    wallet = post_sync("/v1/wallets", {"name": f"w{i}"})
+    post_sync(f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
+    answer: dict[str, Any] = post_sync("/v1/sessions", {
+        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
+    return answer
+
+
+def _wait_ended(client: httpx.Client, run_ids: list[str], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        states = [client.get(f"/v1/runs/{r}").json()["state"] for r in run_ids]
+        if all(state == "ended" for state in states):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"runs never ended: {states}")
+
+
+def _uninterrupted() -> list[tuple[list[Any], list[Any]]]:
+    """The same sessions and runs in-process, never interrupted: (formal, execution) each."""
+
+    async def main() -> list[tuple[list[Any], list[Any]]]:
+        clock = VirtualClock()
+        provider = SimulatedProvider(clock=clock)
+        for i in range(RUNS):
+            provider.add_script(f"k{i}", _steps(i))
+        app = create_app(clock=clock, provider_transport=provider.async_transport())
+        histories = []
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://reference.test", headers=FULL) as client:
+            sessions = []
+            for i in range(RUNS):
+                sessions.append(await _setup_async(client, i))
+            for text in ("Where is my order?", "Thanks."):
+                for s in sessions:
+                    r = await post(client, f"/v1/sessions/{s['session_id']}/runs",
+                                   {"input": text})
+                    await until(client, clock, r["run_id"], lambda s: s["state"] == "ended")
+            for s in sessions:
+                formal = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()
+                execution = (await client.get(
+                    f"/v1/sessions/{s['session_id']}/execution-history")).json()
+                histories.append((formal["items"], execution["items"]))
+            await app.state.runtime.aclose()
+        return histories
+
+    return asyncio.run(main())
+
+
+async def _setup_async(client: httpx.AsyncClient, i: int) -> dict[str, Any]:
+    channel = await post(client, "/v1/channels", CHANNEL)
+    binding = await post(client, "/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
+    version = await post(client, "/v1/agents/agent-1/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"Session {i}. {script_tag(f'k{i}')}"})
+    wallet = await post(client, "/v1/wallets", {"name": f"w{i}"})
+    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
+    answer: dict[str, Any] = await post(client, "/v1/sessions", {
+        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
+    return answer
+
+
+@pytest.mark.timeout(180)
+def test_sigkill_mid_call_then_restart_continues_every_run_without_a_repeated_paid_call(
+    provider_url: tuple[SimulatedProvider, str], tmp_path: Path
+) -> None:
+    provider, url = provider_url
+    for i in range(RUNS):
+        provider.add_script(f"k{i}", _steps(i))
+    db = tmp_path / "runs.sqlite3"
+    port = free_port()
+    args = ["--db", str(db), "--provider-url", url, "--lease-seconds", "1"]
+    log = tmp_path / "serve.log"
+    served = Served(args, port, log)
+    try:
+        with httpx.Client(base_url=served.url, headers=FULL, timeout=10) as client:
+            sessions = [_setup(client, i) for i in range(RUNS)]
+            first = [client.post(f"/v1/sessions/{s['session_id']}/runs",
+                                 json={"input": "Where is my order?"}).json()["run_id"]
+                     for s in sessions]
+            deadline = time.monotonic() + 10  # two workers: two calls in flight, one queued
+            while sum(r.outcome == "received" for r in provider.records()) < 2:
+                assert time.monotonic() < deadline, provider.records()
+                time.sleep(0.02)
+        served.kill()
+        killed = time.monotonic()
+        served = Served(args, port, log)
+        with httpx.Client(base_url=served.url, headers=FULL, timeout=10) as client:
+            _wait_ended(client, first, 30)
+            resumed = time.monotonic() - killed
+            second = [client.post(f"/v1/sessions/{s['session_id']}/runs",
+                                  json={"input": "Thanks."}).json()["run_id"]
+                      for s in sessions]
+            _wait_ended(client, second, 30)
+            snapshots = [client.get(f"/v1/runs/{r}").json() for r in first + second]
+            assert {s["end_reason"] for s in snapshots} == {"completed"}, snapshots
+            events = {r: client.get(f"/v1/runs/{r}/events").json()["events"]
+                      for r in first + second}
+            histories = [
+                (client.get(f"/v1/sessions/{s['session_id']}/history").json()["items"],
+                 client.get(f"/v1/sessions/{s['session_id']}/execution-history").json()["items"])
+                for s in sessions]
+            wallets = [client.get(f"/v1/wallets/{s['wallet_id']}").json() for s in sessions]
+    finally:
+        served.stop()
+    # The same formal (and execution) history as an uninterrupted run.
+    assert histories == _uninterrupted()
+    recovered = [r for r in first if of_type(events[r], "run.recovered")]
+    assert len(recovered) == 2, "two runs were mid-call when the server died"
+    for r in recovered:
+        [reconciled] = of_type(events[r], "model_call.reconciled")
+        assert (reconciled["verdict"], reconciled["resent"]) == ("processed", False)
+    # No repeated paid model call: each call id reached the provider once, billed once.
+    call_ids = [c["call_id"] for r in first + second
+                for c in of_type(events[r], "model_call.started")]
+    assert len(call_ids) == 2 * RUNS
+    records = provider.records()
+    assert sorted(r.idempotency_key or "" for r in records) == sorted(call_ids)
+    assert all(r.billed for r in records)
+    assert sum(r.outcome == "lost" for r in records) == 2  # the two the kill cut off
+    # Balances conserved: every charge is the provider's billed usage, nothing left reserved.
+    usage = {r.idempotency_key: r.usage for r in records}
+    for s, wallet in zip(sessions, wallets, strict=True):
+        charges = [f["charge"] for r in first + second for f in
+                   of_type(events[r], "model_call.finished")
+                   if client_session(events[r]) == s["session_id"]]
+        expected = [charge(usage[c["call_id"]]) for r in first + second  # type: ignore[arg-type]
+                    for c in of_type(events[r], "model_call.started")
+                    if client_session(events[r]) == s["session_id"]]
+        assert charges == expected
+        assert wallet["reserved"] == 0
+        assert wallet["charged"] == sum(expected)
+        assert wallet["balance"] + wallet["charged"] == FUNDS
+    assert resumed < 20, resumed
+
+
+def client_session(events: list[dict[str, Any]]) -> str:
+    return str(events[0]["data"]["session_id"])  # run.created names the session
