@@ -1,0 +1,198 @@
+"""A run's events as SSE over a real socket (RUN-03, RUN-16), and the test clock of `arck serve`.
+
+uvicorn serves the app from a thread: httpx's ASGI transport reads whole responses, so only a
+socket shows that events arrive while the run is still going. Engine and provider share one
+`ManualClock`, moved by `POST /v1/test-control/clock` (the `--test-clock` capability).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from arck.reference.app import create_app
+from arck.reference.clock import DEFAULT_START, ManualClock
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, script_tag
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+STREAM = {**FULL, "Accept": "text/event-stream"}
+PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
+CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
+           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
+           "prices": PRICES}
+SCHEMA = {"type": "object"}
+
+
+class Served:
+    def __init__(self, *, test_clock: bool = True) -> None:
+        self.clock = ManualClock()
+        self.provider = SimulatedProvider(clock=self.clock)
+        app = create_app(clock=self.clock if test_clock else None, test_clock=test_clock,
+                         provider_transport=self.provider.async_transport())
+        sock = listen("127.0.0.1", 0)
+        self.server = uvicorn.Server(uvicorn.Config(app, loop="asyncio", log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
+        self.thread.start()
+        self.sock = sock
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.client = httpx.Client(base_url=self.url, headers=FULL, timeout=10)
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    def post(self, path: str, body: Any, status: int = 201) -> Any:
+        response = self.client.post(path, json=body)
+        assert response.status_code == status, response.text
+        return response.json()
+
+    def advance(self, seconds: float) -> float:
+        now: float = self.post("/v1/test-control/clock", {"advance_seconds": seconds}, 200)["now"]
+        return now
+
+    def session(self, script: str) -> str:
+        binding = self.post("/v1/bindings", {"name": "orders"})
+        tool = {"name": "lookup", "description": "Read an order.",
+                "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+                "output_schema": SCHEMA, "max_result_context_bytes": 1024}
+        tool_set = self.post("/v1/tool-sets", {"name": "t", "tools": [tool]})
+        channel = self.post("/v1/channels", CHANNEL)
+        version = self.post("/v1/agents/agent-1/versions", {
+            "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+            "system_prompt": f"You help. {script_tag(script)}"})
+        wallet = self.post("/v1/wallets", {"name": "w"})
+        self.post(f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": 10**9}, 200)
+        answer = self.post("/v1/sessions", {"agent_version": version["agent_version"],
+                                            "wallet_id": wallet["wallet_id"]})
+        return str(answer["session_id"])
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.should_exit = True
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    s = Served()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def read_events(lines: Iterator[str], until: str | None = None) -> list[dict[str, Any]]:
+    """SSE messages as {"id", "event", "data"} (and {"comment"}), until an event of type
+    `until`, or the end of the stream."""
+    found: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    for line in lines:
+        if line == "":
+            if current:
+                found.append(current)
+                if current.get("event") == until:
+                    return found
+            current = {}
+        elif line.startswith(":"):
+            found.append({"comment": line[1:].strip()})
+        else:
+            name, _, value = line.partition(": ")
+            current[name] = value
+    assert until is None, f"the stream ended before {until}: {found}"
+    return found
+
+
+def wait_state(s: Served, run_id: str, state: str) -> None:
+    deadline = time.monotonic() + 10
+    while s.client.get(f"/v1/runs/{run_id}").json()["state"] != state:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_events_stream_resume_after_last_event_id_and_a_dropped_stream_cancels_nothing(
+    served: Served,
+) -> None:
+    s = served
+    s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=10)])])
+    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    path = f"/v1/runs/{run_id}/events"
+    with s.client.stream("GET", path, headers=STREAM) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        first = read_events(response.iter_lines(), until="model_call.started")
+    # The run is mid-call and the stream is dropped: the run goes on (RUN-03).
+    assert [m["event"] for m in first] == ["run.created", "run.queued", "run.started",
+                                           "model_call.started"]
+    assert [m["id"] for m in first] == ["1", "2", "3", "4"]
+    data = json.loads(first[3]["data"])
+    assert (data["id"], data["type"]) == (4, "model_call.started")
+    assert first[3]["data"] == json.dumps(data, sort_keys=True, separators=(",", ":"))
+    assert s.client.get(f"/v1/runs/{run_id}").json()["state"] == "running"
+    assert s.advance(10) == DEFAULT_START + 10
+    assert s.client.get(f"/v1/runs/{run_id}").json()["end_reason"] == "completed"
+    # Resume after the last id seen: the rest, ending with run.ended, then the stream closes.
+    with s.client.stream("GET", path, headers={**STREAM, "Last-Event-ID": "4"}) as response:
+        rest = read_events(response.iter_lines())
+    assert [m["event"] for m in rest] == ["model_call.finished", "run.ended"]
+    assert [m["id"] for m in rest] == ["5", "6"]
+    everything = s.client.get(path).json()["events"]  # a JSON client: the JSON list
+    assert [e["type"] for e in everything] == [m["event"] for m in first + rest]
+    assert [json.loads(m["data"]) for m in first + rest] == everything
+
+
+def test_a_stream_follows_a_live_run_with_keep_alives_on_the_clock(served: Served) -> None:
+    s = served
+    s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
+    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    wait_state(s, run_id, "running")
+    with s.client.stream("GET", f"/v1/runs/{run_id}/events",
+                         headers={**STREAM, "Last-Event-ID": "2"}) as response:
+        lines = response.iter_lines()
+        seen = read_events(lines, until="model_call.started")
+        assert [m["event"] for m in seen] == ["run.started", "model_call.started"]
+        s.advance(15)  # the stream's keep-alive is due; the answer is not
+        [comment] = read_events(_take_until_blank(lines))
+        assert comment == {"comment": "keep-alive"}
+        s.advance(5)
+        rest = read_events(lines)
+    assert [m["event"] for m in rest] == ["model_call.finished", "run.ended"]
+
+
+def _take_until_blank(lines: Iterator[str]) -> Iterator[str]:
+    for line in lines:
+        yield line
+        if line == "":
+            return
+
+
+def test_stream_errors_and_the_clock_capability(served: Served) -> None:
+    s = served
+    assert s.client.get("/v1/runs/run-999999/events", headers=STREAM).status_code == 404
+    s.provider.add_script("s", [Step(text="Done.")])
+    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    bad = s.client.get(f"/v1/runs/{run_id}/events", headers={**STREAM, "Last-Event-ID": "x"})
+    assert (bad.status_code, bad.json()["error"]["path"]) == (422, "Last-Event-ID")
+    anonymous = httpx.post(f"{s.url}/v1/test-control/clock", json={"advance_seconds": 1})
+    assert anonymous.status_code == 401
+    for body in ({"advance_seconds": -1}, {"advance_seconds": "1"}, {}, {"advance_seconds": 1,
+                                                                         "extra": 1}):
+        assert s.client.post("/v1/test-control/clock", json=body).status_code == 422, body
+    assert s.advance(0) == DEFAULT_START
+
+
+def test_without_the_flag_there_is_no_clock_endpoint() -> None:
+    s = Served(test_clock=False)
+    try:
+        answer = s.client.post("/v1/test-control/clock", json={"advance_seconds": 1})
+        assert answer.status_code == 404
+        assert answer.json()["error"]["code"] == "not_found"
+    finally:
+        s.close()
