@@ -196,3 +196,49 @@ def test_without_the_flag_there_is_no_clock_endpoint() -> None:
         assert answer.json()["error"]["code"] == "not_found"
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--db", "/nonexistent-folder/x.sqlite3"], "does not exist"),
+    (["--provider-url", "ftp://example"], "must be an http(s) URL"),
+    (["--provider-url", "http://127.0.0.1:99999/v1"], "Port out of range"),
+    (["--port", "0"], "--port must be 1..65535"),
+    (["--lease-seconds", "0"], "--lease-seconds must be"),
+])
+def test_serve_flags_are_checked_with_clear_errors(flags: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from arck.conformance.cli import app
+
+    done = CliRunner().invoke(app, ["serve", *flags])
+    assert done.exit_code == 2
+    assert message in " ".join(done.output.split())
+    assert "Traceback" not in done.output
+
+
+def test_serve_test_clock_over_http(tmp_path: Any) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(port), "--db",
+         str(tmp_path / "db.sqlite3"), "--test-clock"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/v1/test-control/clock"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.post(url, json={"advance_seconds": 2.5}, headers=FULL)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert (answer.status_code, answer.json()) == (200, {"now": DEFAULT_START + 2.5})
+    finally:
+        process.terminate()
+        process.wait(10)
