@@ -19,6 +19,7 @@ from arck.conformance.coverage import CHECKS_DIR, coverage
 from arck.conformance.display import Display
 from arck.conformance.events import CheckFinished
 from arck.conformance.outcomes import EXIT_USAGE
+from arck.conformance.scenario_cli import scenario_app
 from arck.simulator.errors import UsageError
 from arck.simulator.factory import DEV_TOKENS, MUTANT_CATALOGUE, REFERENCE_APP, load_object
 
@@ -476,6 +477,7 @@ def _serve_problem(
 
 simulate = typer.Typer(help="Simulators an engine under test calls.", no_args_is_help=True)
 app.add_typer(simulate, name="simulate")
+app.add_typer(scenario_app, name="scenario")
 
 
 @simulate.command("provider")

@@ -1,0 +1,344 @@
+"""What a scenario file holds (docs/scenarios.md): pydantic models, the schema's one source.
+
+A scenario is data only: the agent and its channels, the wallet, the provider's script (the
+provider's own `Step` model, faults included), the client's actions in order, and what must
+be seen at the end. `scenarios/scenario.schema.json` is generated from `Scenario`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from arck.simulator.provider import FAULT_KINDS, Step
+
+__all__ = [
+    "ACTION_KINDS",
+    "UNSUPPORTED_STEPS",
+    "Action",
+    "Agent",
+    "Channel",
+    "EventExpectation",
+    "Expect",
+    "Generated",
+    "Prices",
+    "RunExpectation",
+    "Scenario",
+    "Tool",
+    "WalletExpectation",
+]
+
+NAME = r"^[a-z0-9][a-z0-9-]{0,62}$"
+RUN_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+Count = Annotated[int, Field(ge=0)]
+Micro = Annotated[int, Field(ge=0, le=10**15)]
+Status = Annotated[int, Field(ge=100, le=599)]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- the world the runs happen in ----------------------------------------------------------
+
+
+class Tool(_Data):
+    """A tool of the agent's tool set; its binding is created by the runner."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str = ""
+    max_result_context_bytes: Annotated[int, Field(ge=1)]
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class Agent(_Data):
+    system_prompt: str = Field(description="sent with ' [arck-script:NAME]' appended")
+    tools: list[Tool] = Field(default_factory=list)
+    max_context_tokens: Annotated[int, Field(ge=1)] | None = None
+
+
+class Prices(_Data):
+    """Micro-units per million tokens (BIL-05)."""
+
+    input: Micro
+    cached_input: Micro
+    output: Micro
+
+
+class Channel(_Data):
+    model: str = "sim-1"
+    input_capacity: Annotated[int, Field(ge=1)]
+    total_capacity: Annotated[int, Field(ge=1)]
+    output_capacity: Annotated[int, Field(ge=1)]
+    timeout_ms: Annotated[int, Field(ge=1)]
+    prices: Prices
+
+
+class Wallet(_Data):
+    funds: Micro = Field(description="deposited once before the first action (0: none)")
+
+
+# -- actions --------------------------------------------------------------------------------
+
+
+class Generated(_Data):
+    """A result generated from the seed: canonical JSON of exactly `size_bytes` bytes,
+    `{"data": "<lowercase ASCII letters>"}`."""
+
+    size_bytes: Annotated[int, Field(ge=11, le=10_000_000)]
+
+
+class _Act(_Data):
+    expect_status: Status | None = Field(
+        default=None, description="the HTTP status the action's request must get"
+    )
+
+
+class RunArgs(_Act):
+    input: str
+    name: Annotated[str, Field(pattern=RUN_NAME)] | None = Field(
+        default=None, description="how later actions and expect name the run (default rN)"
+    )
+    session: Annotated[str, Field(pattern=RUN_NAME)] = "main"
+
+
+class RunRef(_Act):
+    run: str | None = Field(default=None, description="a run's name (default: the last run)")
+
+
+class WaitArgs(RunRef):
+    max_steps: Annotated[int, Field(ge=0, le=10_000)] = Field(
+        default=200, description="most moves of time to the next deadline (0: must be settled)"
+    )
+
+
+class AdvanceArgs(_Data):
+    seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class ReceiptArgs(RunRef):
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={
+        "required": ["result"]})
+
+    call: Annotated[int, Field(ge=0)] | Literal["all"] = Field(
+        default="all", description="index in the run's tool calls, or every dispatchable one"
+    )
+    result: Any = Field(
+        default=None,
+        description="a JSON value; an object whose only member is size_bytes is generated",
+    )
+    receipt_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+    @model_validator(mode="after")
+    def _has_result(self) -> ReceiptArgs:
+        if "result" not in self.model_fields_set:
+            raise ValueError("result is required (a JSON value, or {size_bytes: N})")
+        return self
+
+    def generated(self) -> Generated | None:
+        if isinstance(self.result, dict) and set(self.result) == {"size_bytes"}:
+            return Generated.model_validate(self.result)
+        return None
+
+
+class AppendInputArgs(RunRef):
+    input: str
+
+
+class Run(_Data):
+    run: RunArgs
+
+
+class Wait(_Data):
+    wait: WaitArgs
+
+
+class Advance(_Data):
+    advance: AdvanceArgs
+
+
+class Receipt(_Data):
+    receipt: ReceiptArgs
+
+
+class Cancel(_Data):
+    cancel: RunRef
+
+
+class AppendInput(_Data):
+    append_input: AppendInputArgs
+
+
+class Revoke(_Data):
+    revoke: RunRef
+
+
+class Disconnect(_Data):
+    disconnect: RunRef
+
+
+# Actions a scenario may declare that need a target step HttpTarget does not have yet.
+UNSUPPORTED_STEPS = {"append_input": "append_input", "revoke": "revoke", "disconnect": "disconnect"}
+_ACTIONS: dict[str, type[_Data]] = {
+    "run": Run, "wait": Wait, "advance": Advance, "receipt": Receipt, "cancel": Cancel,
+    "append_input": AppendInput, "revoke": Revoke, "disconnect": Disconnect,
+}
+ACTION_KINDS = tuple(_ACTIONS)
+
+
+def _action_kind(value: Any) -> str | None:
+    if isinstance(value, dict) and len(value) == 1:
+        kind = next(iter(value))
+        return kind if kind in _ACTIONS else None
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    return None
+
+
+Action = Annotated[
+    Annotated[Run, Tag("run")]
+    | Annotated[Wait, Tag("wait")]
+    | Annotated[Advance, Tag("advance")]
+    | Annotated[Receipt, Tag("receipt")]
+    | Annotated[Cancel, Tag("cancel")]
+    | Annotated[AppendInput, Tag("append_input")]
+    | Annotated[Revoke, Tag("revoke")]
+    | Annotated[Disconnect, Tag("disconnect")],
+    Discriminator(
+        _action_kind,
+        custom_error_type="action",
+        custom_error_message="an action is a mapping with one key: " + ", ".join(_ACTIONS),
+    ),
+]
+
+
+def action_kind(action: BaseModel) -> str:
+    return next(iter(type(action).model_fields))
+
+
+def action_args(action: BaseModel) -> Any:
+    return getattr(action, action_kind(action))
+
+
+# -- expectations ---------------------------------------------------------------------------
+
+
+class RunExpectation(_Data):
+    state: Literal["queued", "running", "waiting_tools", "ended"] | None = None
+    end_reason: str | None = None
+    tool_call_states: list[str] | None = Field(
+        default=None, description="the states of the run's tool calls, in order"
+    )
+
+
+class WalletExpectation(_Data):
+    balance: int | None = None
+    reserved: int | None = None
+    available: int | None = None
+
+
+class EventExpectation(_Data):
+    """About the events of one run of one type: how many, and members of the index-th one
+    (dotted paths into its `data`, list positions as numbers)."""
+
+    run: str
+    type: str
+    count: Count | None = None
+    index: int = 0
+    equals: dict[str, Any] = Field(default_factory=dict)
+    at_least: dict[str, float] = Field(default_factory=dict)
+    at_most: dict[str, float] = Field(default_factory=dict)
+
+
+class Expect(_Data):
+    runs: dict[str, RunExpectation] = Field(default_factory=dict)
+    charged_total: Micro | None = Field(
+        default=None, description="the wallet's `charged` at the end, in micro-units"
+    )
+    wallet: WalletExpectation | None = None
+    requests_seen: Count | None = Field(
+        default=None, description="requests the simulated provider received"
+    )
+    provider_faults_fired: dict[str, Count] = Field(
+        default_factory=dict, description="per fault kind listed; kinds left out are not judged"
+    )
+    append_only: bool | None = Field(
+        default=None,
+        description="each request of the conversation starts with all of the previous "
+        "request's messages, byte for byte (RUN-08, BUD-15)",
+    )
+    events: list[EventExpectation] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_faults(self) -> Expect:
+        unknown = sorted(set(self.provider_faults_fired) - set(FAULT_KINDS))
+        if unknown:
+            raise ValueError(f"provider_faults_fired: unknown kinds {unknown}; known: "
+                             + ", ".join(FAULT_KINDS))
+        return self
+
+
+# -- the scenario ---------------------------------------------------------------------------
+
+
+class Scenario(_Data):
+    """One replayable story: a trap an engine may fall into, and what shows it did not."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", title="arck scenario",
+        json_schema_extra={"$id": "https://arck.invalid/scenario.schema.json"},
+    )
+
+    name: Annotated[str, Field(pattern=NAME, description="the trap it shows, kebab-case")]
+    description: str = Field(min_length=1, description="the trap, and why each figure is so")
+    agent: Agent
+    channels: dict[str, Channel] = Field(description="'main', and optionally 'summary'")
+    wallet: Wallet
+    script: list[Step] = Field(
+        default_factory=list, description="the provider's steps (docs/provider.md), in order"
+    )
+    actions: list[Action] = Field(min_length=1)
+    expect: Expect
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        unknown = set(self.channels) - {"main", "summary"}
+        if "main" not in self.channels or unknown:
+            raise ValueError("channels: give 'main' and optionally 'summary', nothing else")
+        names = self.run_names()
+        seen: set[str] = set()
+        for index, action in enumerate(self.actions):
+            kind = action_kind(action)
+            args = action_args(action)
+            if kind == "run":
+                name = names[index]
+                if name in seen:
+                    raise ValueError(f"actions[{index}].run.name: {name!r} names two runs")
+                seen.add(name)
+            elif kind != "advance" and args.run is not None and args.run not in seen:
+                raise ValueError(
+                    f"actions[{index}].{kind}.run: {args.run!r} names no earlier run"
+                )
+            elif kind != "advance" and args.run is None and not seen:
+                raise ValueError(f"actions[{index}].{kind}: no run before it")
+        for name in self.expect.runs:
+            if name not in seen:
+                raise ValueError(f"expect.runs: {name!r} names no run")
+        for i, event in enumerate(self.expect.events):
+            if event.run not in seen:
+                raise ValueError(f"expect.events[{i}].run: {event.run!r} names no run")
+        return self
+
+    def run_names(self) -> dict[int, str]:
+        """Action index → the name of the run it creates (`rN`, counting runs from 1)."""
+        names: dict[int, str] = {}
+        for index, action in enumerate(self.actions):
+            if isinstance(action, Run):
+                names[index] = action.run.name or f"r{len(names) + 1}"
+        return names
+
+    def sessions(self) -> list[str]:
+        """Session names in order of first use."""
+        return list(dict.fromkeys(a.run.session for a in self.actions if isinstance(a, Run)))
