@@ -74,8 +74,11 @@ def run_command(
         Path | None, typer.Option(help="Write the JSONL trace here.")
     ] = None,
 ) -> None:
-    """Run one scenario: exit 0 when every expectation holds, 1 when one does not, 2 when
-    it cannot be run (bad file, a target without a simulated provider, a step it lacks)."""
+    """Run one scenario and judge it: exit 0 if every expectation holds, 1 if one does not.
+
+    Exit 2 when it cannot be run: a bad file, a target without a simulated provider, or a
+    step the target lacks.
+    """
     try:
         scenario = load_scenario(file)
         built = build_target(target if target or config else "reference", config)
@@ -106,7 +109,10 @@ def run_command(
         console.print(f"PASSED: {len(outcome.verdict.judgements)} expectations held")
         raise typer.Exit(EXIT_OK)
     replay = f"arck scenario run {file} --target {built.info.location} --seed {seed}"
+    replay += f" --config {config}" if config is not None else ""
     console.print(f"FAILED: {len(failed)} of {len(outcome.verdict.judgements)} expectations "
                   "not held")
-    console.print(f"replay: {escape(replay)} --trace {escape(scenario.name)}.trace.jsonl")
+    # One line, never wrapped, so it can be copied as it is.
+    console.print(f"replay: {escape(replay)} --trace {escape(scenario.name)}.trace.jsonl",
+                  soft_wrap=True)
     raise typer.Exit(EXIT_FAILED)

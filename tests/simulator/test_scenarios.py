@@ -1,0 +1,300 @@
+"""Replayable scenarios (docs/scenarios.md): the format, the runner, the trace, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from arck.simulator.factory import build_target
+from arck.simulator.scenario.loader import (
+    SCENARIOS_DIR,
+    SCHEMA_PATH,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    schema,
+    schema_text,
+)
+from arck.simulator.scenario.runner import Outcome, ScenarioNotApplicable, run_scenario
+from arck.simulator.scenario.seeded import generated_result
+from arck.simulator.target import HttpTarget
+
+FILES = sorted(SCENARIOS_DIR.glob("*.yaml"))
+ARCK = [sys.executable, "-m", "arck.conformance.cli"]
+
+
+def run(path: Path, target: str = "reference", seed: int = 0, text: str | None = None) -> Outcome:
+    scenario = parse_scenario(text, str(path)) if text is not None else load_scenario(path)
+    built = build_target(target)
+    try:
+        return run_scenario(scenario, built, seed)
+    finally:
+        built.close()
+
+
+def failed(outcome: Outcome) -> list[str]:
+    return [j.what for j in outcome.verdict.judgements if not j.held]
+
+
+def arck(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CI": "true", "PYTHONHASHSEED": hash_seed}
+    return subprocess.run([*ARCK, *args], capture_output=True, text=True, env=env,
+                          check=False, timeout=300)
+
+
+# -- the format -----------------------------------------------------------------------------
+
+
+def test_committed_schema_is_the_generated_one() -> None:
+    assert SCHEMA_PATH.read_text("utf-8") == schema_text(), (
+        "scenarios/scenario.schema.json is stale: regenerate it with "
+        "arck.simulator.scenario.loader.schema_text()"
+    )
+
+
+def test_at_least_twelve_scenarios_each_named_as_its_file() -> None:
+    assert len(FILES) >= 12
+    for path in FILES:
+        assert load_scenario(path).name == path.stem
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_scenario_file_validates_against_the_schema(path: Path) -> None:
+    jsonschema.Draft202012Validator(schema()).validate(yaml.safe_load(path.read_text("utf-8")))
+
+
+BASE = """\
+name: tiny
+description: x
+agent: {system_prompt: You help.}
+channels:
+  main:
+    input_capacity: 10000
+    total_capacity: 12000
+    output_capacity: 1000
+    timeout_ms: 30000
+    prices: {input: 1000000, cached_input: 500000, output: 2000000}
+wallet: {funds: 100000}
+script:
+  - text: Done.
+actions:
+  - run: {input: Hello}
+  - wait: {run: r1}
+expect:
+  runs:
+    r1: {end_reason: completed}
+  charged_total: 27
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("output: 2000000}", "output: -1}",
+     "<t>:10: channels.main.prices.output: Input should be greater than or equal to 0"),
+    ("  - text: Done.", "  - text: Done.\n    faults: [{kind: slow, seconds: 0}]",
+     "<t>:14: script[0].faults[0].seconds: Input should be greater than 0"),
+    ("  - wait: {run: r1}", "  - wait: {run: r9}", "<t>:16: actions[1].wait.run: 'r9' names "
+                                                    "no earlier run"),
+    ("  - wait: {run: r1}", "  - sleep: {seconds: 1}", "<t>:16: actions[1]: an action is a "
+                                                       "mapping with one key"),
+    ("  - run: {input: Hello}", "  - run: {}", "<t>:15: actions[0].run.input: Field required"),
+    ("  - wait: {run: r1}", "  - receipt: {run: r1}",
+     "<t>:16: actions[1].receipt: result is required"),
+    ("  charged_total: 27", "  charged_total: 27\n  provider_faults_fired: {slowness: 1}",
+     "provider_faults_fired: unknown kinds ['slowness']"),
+    ("wallet: {funds: 100000}", "wallet: {funds: 100000}\nwallet: {funds: 1}",
+     "<t>:12: wallet: given twice"),
+    ("channels:", "channels: [", "not valid YAML"),
+])
+def test_errors_name_the_field_path_and_line(old: str, new: str, message: str) -> None:
+    assert parse_scenario(BASE, "<t>").name == "tiny"
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario(BASE.replace(old, new), "<t>")
+    assert message in str(raised.value)
+    assert "Traceback" not in str(raised.value)
+
+
+def test_generated_results_have_the_size_and_follow_the_seed() -> None:
+    for size in (11, 12, 3_000, 200_000):
+        result = generated_result(4, "0:0", size)
+        text = json.dumps(result, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        assert len(text.encode("utf-8")) == size
+    assert generated_result(4, "0:0", 100) == generated_result(4, "0:0", 100)
+    assert generated_result(4, "0:0", 100) != generated_result(5, "0:0", 100)
+
+
+# -- on the reference -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_scenario_holds_on_the_reference(path: Path) -> None:
+    outcome = run(path, seed=0)
+    assert failed(outcome) == [], outcome.trace.lines[-1]
+    assert outcome.verdict.judgements
+
+
+def test_figures_do_not_depend_on_the_seed() -> None:
+    """Names and generated results change with the seed; token counts and charges do not."""
+    path = SCENARIOS_DIR / "large-receipt-projected-once-across-turns.yaml"
+    first, second = run(path, seed=1), run(path, seed=2)
+    assert failed(first) == failed(second) == []
+    assert first.trace.text() != second.trace.text()
+
+
+MUTANT_CATCHES = [
+    ("large-receipt-projected-once-across-turns", "never-project"),
+    ("large-receipt-projected-once-across-turns", "token-budget"),
+    ("large-receipt-projected-once-across-turns", "wasteful-cut"),
+    ("large-receipt-never-refused", "never-project"),
+]
+
+
+@pytest.mark.parametrize(("name", "mutant"), MUTANT_CATCHES)
+def test_scenarios_catch_mutants(name: str, mutant: str) -> None:
+    outcome = run(SCENARIOS_DIR / f"{name}.yaml", f"mutant:{mutant}")
+    assert any("receipt.stored" in what for what in failed(outcome))
+
+
+def test_a_corrupted_expectation_is_not_held() -> None:
+    path = SCENARIOS_DIR / "lost-response-resend-would-bill-twice.yaml"
+    text = path.read_text("utf-8").replace("charged_total: 27", "charged_total: 54")
+    outcome = run(path, text=text)
+    assert failed(outcome) == ["charged_total"]
+    [judgement] = [j for j in outcome.verdict.judgements if not j.held]
+    assert (judgement.expected, judgement.seen) == (54, 27)
+
+
+def test_a_wait_that_cannot_finish_is_a_finding_not_a_loop() -> None:
+    """A slow answer and no time allowed to pass: the run is still running."""
+    path = SCENARIOS_DIR / "slow-answer-past-timeout-keeps-reservation.yaml"
+    text = path.read_text("utf-8").replace("  - advance: {seconds: 30}\n", "")
+    outcome = run(path, text=text)
+    assert "actions[1].wait r1: settles" in failed(outcome)
+    verdict = json.loads(outcome.trace.lines[-1])
+    [stuck] = [e for e in verdict["expectations"] if e["what"].endswith("settles")]
+    assert stuck["seen"] == "still 'running' after 0 steps of time"
+
+
+def test_the_trace_records_every_action_and_the_provider() -> None:
+    path = SCENARIOS_DIR / "lost-response-resend-would-bill-twice.yaml"
+    outcome = run(path)
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    kinds = [line["kind"] for line in lines]
+    assert kinds[0] == "scenario"
+    assert kinds[-1] == "verdict"
+    assert kinds.count("action") == 3
+    [request] = [line for line in lines if line["kind"] == "provider_request"]
+    assert request["idempotency_key"] == "mc-000001"
+    assert request["outcome"] == "lost"
+    assert request["body_sha256"].startswith("sha256:")
+    created = [line for line in lines if line["kind"] == "setup" and "request" in line]
+    names = [line["request"]["body"].get("name") for line in created]
+    assert all(n.startswith("arck-") for n in names if n is not None)
+    for line in outcome.trace.lines:
+        assert line == json.dumps(json.loads(line), ensure_ascii=False, sort_keys=True,
+                                  separators=(",", ":"))
+
+
+def test_a_target_without_control_is_not_applicable() -> None:
+    scenario = load_scenario(FILES[0])
+    built = build_target("http://127.0.0.1:9")
+    try:
+        assert isinstance(built, HttpTarget)
+        with pytest.raises(ScenarioNotApplicable, match="provider section"):
+            run_scenario(scenario, built)
+    finally:
+        built.close()
+
+
+def test_a_step_the_target_lacks_is_not_applicable() -> None:
+    text = BASE.replace("  - wait: {run: r1}", "  - append_input: {run: r1, input: more}")
+    scenario = parse_scenario(text, "<t>")
+    built = build_target("reference")
+    try:
+        with pytest.raises(ScenarioNotApplicable,
+                           match=r"actions\[1\].append_input: not supported by this target yet"):
+            run_scenario(scenario, built)
+        assert built.control is not None
+        assert built.control.provider.records() == []  # refused before anything was sent
+    finally:
+        built.close()
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(BASE, "utf-8")
+    return path
+
+
+def test_cli_trace_is_byte_identical_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    scenario = SCENARIOS_DIR / "cancel-leaves-accepted-tool-batch-dispatchable.yaml"
+    traces = []
+    for hash_seed in ("1", "2"):
+        trace = tmp_path / f"trace-{hash_seed}.jsonl"
+        done = arck("scenario", "run", str(scenario), "--target", "reference", "--seed", "3",
+                    "--trace", str(trace), hash_seed=hash_seed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        traces.append(trace.read_bytes())
+    assert traces[0] == traces[1]
+    assert b'"seed":3' in traces[0]
+
+
+def test_cli_exit_codes(scenario_file: Path, tmp_path: Path) -> None:
+    passed = arck("scenario", "run", str(scenario_file))
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "PASSED" in passed.stdout
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(BASE.replace("charged_total: 27", "charged_total: 28"), "utf-8")
+    failing = arck("scenario", "run", str(wrong), "--target", "reference", "--seed", "4")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "NOT HELD" in failing.stdout
+    assert f"replay: arck scenario run {wrong} --target reference --seed 4" in failing.stdout
+    mutant = arck("scenario", "run",
+                  str(SCENARIOS_DIR / "large-receipt-never-refused.yaml"),
+                  "--target", "mutant:never-project")
+    assert mutant.returncode == 1, mutant.stdout + mutant.stderr
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--target", "http://127.0.0.1:9"], "provider section"),
+    (["--target", "mutant:no-such-mutant"], "unknown mutant"),
+])
+def test_cli_usage_errors_exit_2(scenario_file: Path, args: list[str], says: str) -> None:
+    done = arck("scenario", "run", str(scenario_file), *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert says in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_cli_bad_file_and_unsupported_step_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BASE.replace("  - run: {input: Hello}", "  - run: {}"), "utf-8")
+    done = arck("scenario", "run", str(bad))
+    assert done.returncode == 2
+    assert "actions[0].run.input: Field required" in done.stdout
+    later = tmp_path / "later.yaml"
+    later.write_text(BASE.replace("  - wait: {run: r1}", "  - revoke: {run: r1}"), "utf-8")
+    done = arck("scenario", "run", str(later))
+    assert done.returncode == 2
+    assert "not supported by this target yet" in done.stdout
+
+
+def test_cli_lists_the_scenarios(tmp_path: Path) -> None:
+    done = arck("scenario", "list")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for path in FILES:
+        assert path.stem[:20] in done.stdout
+    (tmp_path / "broken.yaml").write_text("name: [", "utf-8")
+    done = arck("scenario", "list", str(tmp_path))
+    assert done.returncode == 2
+    assert "invalid" in done.stdout
