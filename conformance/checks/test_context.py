@@ -1,0 +1,326 @@
+"""CTX: budgets, calibration and compaction (SPEC §7), recomputed by arck from the figures a
+target reports for each model call (RUN-15) and the usage the simulated provider reported.
+
+The raw estimate is the target's own (CTX-13 leaves it free); everything built on it —
+the coefficient, the calibrated estimate, the thresholds, the spacing of summaries — is
+arck's arithmetic. A target without RUN-15 events makes these checks not applicable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance import runoracle as ctxmath
+from arck.conformance.checking import expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure, NotApplicable
+from arck.conformance.runworld import TOOL, Agent, ChannelSpec, RunWorld, messages, world
+from arck.simulator.provider import Step, ToolCall, UsageDrift
+
+FUNDS = 10**12
+
+
+def _started(w: RunWorld, run_id: str) -> list[dict[str, Any]]:
+    started = w.of_type(run_id, "model_call.started")
+    if not started:
+        raise NotApplicable("the target reports no model_call.started events (RUN-15), so "
+                            "its context arithmetic cannot be recomputed exactly")
+    return started
+
+
+def _main(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("purpose", "main") == "main"]
+
+
+def _max_tokens(request: Any) -> Any:
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return None
+    return body.get("max_completion_tokens", body.get("max_tokens"))
+
+
+CHANNELS = st.builds(
+    lambda cap, spare, out, window: (ChannelSpec(input_capacity=cap,
+                                                 total_capacity=cap + spare,
+                                                 output_capacity=out), window),
+    st.integers(min_value=6_000, max_value=400_000),
+    st.integers(min_value=-3_000, max_value=50_000),
+    st.integers(min_value=100, max_value=3_000),
+    st.one_of(st.none(), st.integers(min_value=8_000, max_value=1_000_000)),
+).filter(lambda c: c[0].total_capacity - c[0].output_capacity >= 6_000
+         and c[0].total_capacity > c[0].output_capacity)
+
+
+@property_check("CTX-01", "CTX-02", "RUN-05", cases=CHANNELS)
+def test_effective_budget_and_output_capacity(ctx: CheckContext, case: Any) -> None:
+    """Budget = min(window, input capacity, total − output) − 2,000; output per call = the
+    channel's verified capacity; a larger window never lifts the budget past the model's."""
+    spec, window = case
+    w = world(ctx)
+    agent = w.agent([Step(text="ok")], channel=w.channel(spec), max_context_tokens=window)
+    run = w.start(w.session(agent, w.wallet(FUNDS)), "Hello")
+    w.settle(run["run_id"])
+    [request] = w.requests(agent) or [None]
+    expect(request is not None and _max_tokens(request) == spec.output_capacity, "RUN-05",
+           f"max_completion_tokens = the channel's output capacity {spec.output_capacity}",
+           lambda: str(_max_tokens(request)) if request else "no request sent")
+    [started] = _main(_started(w, run["run_id"]))[:1] or [{}]
+    want = ctxmath.effective_budget(window, spec.input_capacity, spec.total_capacity,
+                                    spec.output_capacity)
+    expect(started.get("effective_budget") == want, ("CTX-01", "CTX-02"),
+           f"effective budget min({window or ctxmath.DEFAULT_WINDOW}, {spec.input_capacity}, "
+           f"{spec.total_capacity} − {spec.output_capacity}) − 2,000 = {want}",
+           str(started.get("effective_budget")))
+
+
+TURNS = st.lists(st.tuples(
+    st.integers(min_value=0, max_value=2),  # which session speaks (2: the other channel)
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+            max_size=300),
+    st.sampled_from([0.25, 0.8, 1.0, 1.7, 3.0]),
+    st.integers(min_value=-20, max_value=200),
+), min_size=2, max_size=12)
+
+
+@property_check("CTX-08", "CTX-09", "CTX-10", "CTX-16", "RUN-15", cases=TURNS)
+def test_calibration_follows_reported_usage(ctx: CheckContext, case: Any) -> None:
+    """Turns in two sessions of one channel and one of another, the provider drifting its
+    reported prompt_tokens: each estimate = last real + c × (raw − last raw), with c from the
+    real counts of this channel's own samples only."""
+    w = world(ctx)
+    one, other = w.channel(ChannelSpec()), w.channel(ChannelSpec(model="sim-2"))
+    plans: list[list[Step]] = [[], [], []]
+    for who, _text, factor, offset in case:
+        plans[who].append(Step(text="fine", faults=[UsageDrift(factor=factor, offset=offset)]))
+    agents = [w.agent(plans[0], channel=one), w.agent(plans[1], channel=one),
+              w.agent(plans[2], channel=other)]
+    wallet = w.wallet(FUNDS)
+    sessions = [w.session(a, wallet) for a in agents]
+    samples: dict[str, list[tuple[int, int]]] = {}
+    last: dict[int, tuple[int, int]] = {}
+    for turn, (who, text, _factor, _offset) in enumerate(case):
+        run = w.start(sessions[who], text)
+        w.settle(run["run_id"])
+        started = _main(_started(w, run["run_id"]))
+        reported = _reported_prompts(w, agents[who])
+        if len(started) != 1 or not reported:
+            raise CheckFailure("RUN-15", "one main model call per turn, answered",
+                               f"turn {turn}: {len(started)} call(s), {len(reported)} answers")
+        figures = started[0]
+        raw, estimate = figures.get("raw_estimate"), figures.get("calibrated_estimate")
+        if not isinstance(raw, int) or not isinstance(estimate, int | float):
+            raise CheckFailure("RUN-15", "integer raw_estimate and calibrated_estimate",
+                               str(figures)[:300])
+        key = agents[who].channel.channel_id
+        c = ctxmath.coefficient(samples.get(key, []))
+        exact = ctxmath.calibrated(raw, c, last.get(who))
+        replay = f"turn {turn}, session {who}, samples {samples.get(key, [])[-8:]}, " \
+                 f"last {last.get(who)}"
+        if ctx.profile == "reference":
+            expect(estimate == math.ceil(exact), ("CTX-08", "CTX-09", "CTX-10", "CTX-16"),
+                   f"calibrated estimate ⌈{exact}⌉ = {math.ceil(exact)} ({replay})",
+                   str(estimate))
+        else:
+            engine_c = Fraction(str(figures.get("coefficient", 1)))
+            core = ctxmath.calibrated(raw, engine_c, last.get(who))
+            expect(abs(Fraction(str(estimate)) - core) <= 1, "CTX-08",
+                   f"last real + c × (raw − last raw) = {float(core):.1f} with the target's "
+                   f"own c ({replay})", str(estimate))
+        real = reported[-1]
+        samples.setdefault(key, []).append((raw, real))
+        last[who] = (raw, real)
+
+
+def _reported_prompts(w: RunWorld, agent: Agent) -> list[int]:
+    return [r.usage["prompt_tokens"] for r in w.provider.records()
+            if r.conversation == agent.script and r.usage is not None]
+
+
+SMALL = ChannelSpec(input_capacity=9_000, total_capacity=12_000, output_capacity=500)
+COMPACTION_TURNS = st.lists(st.tuples(
+    st.sampled_from(["tool", "text"]),
+    st.integers(min_value=200, max_value=3_500),  # bytes of a tool result or a user message
+), min_size=6, max_size=14)
+
+
+@property_check("CTX-03", "CTX-04", "CTX-05", "CTX-07", "CTX-11", "CTX-14", "RUN-08",
+                cases=COMPACTION_TURNS)
+def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) -> None:
+    """A conversation on a small window: below 70% nothing is compacted and requests only
+    append; at 70% compaction happens, local before a summary; summaries are 4 main calls
+    apart unless at 92%; summaries are charged to the run and never calibrate."""
+    w = world(ctx)
+    spec = SMALL
+    steps: list[Step] = []
+    for kind, _size in case:
+        if kind == "tool":
+            steps += [Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": "rows"})]),
+                      Step(text="noted")]
+        else:
+            steps.append(Step(text="ok"))
+    agent = w.agent(steps, channel=w.channel(spec), budget=4096)
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    main: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    for kind, size in case:
+        text = "tell me more " * (size // 13 if kind == "text" else 1)
+        run = w.start(session, text)
+        _answer_tools(w, run["run_id"], {"status": "ok", "rows": "r" * size})
+        events = w.events(run["run_id"])
+        started = [e.get("data", {}) for e in events if e.get("type") == "model_call.started"]
+        if not started and w.snapshot(run["run_id"]).get("end_reason") != \
+                "context_uncompactable":
+            raise NotApplicable("the target reports no model_call.started events (RUN-15)")
+        main += _main(started)
+        summaries += [e for e in started if e.get("purpose") == "summary"]
+        if w.snapshot(run["run_id"]).get("state") == "ended" and \
+                w.snapshot(run["run_id"]).get("end_reason") == "context_uncompactable":
+            break
+    _judge_thresholds_and_spacing(main)
+    _judge_prefix(w, agent, main)
+    _judge_summary_money(w, spec, wallet, summaries, main, ctx.profile == "reference")
+
+
+def _answer_tools(w: RunWorld, run_id: str, result: Any) -> None:
+    for _ in range(10):
+        snapshot, _ = w.settle(run_id)
+        if snapshot.get("state") != "waiting_tools":
+            return
+        for call in w.tool_calls(run_id):
+            if call.get("state") == "dispatchable":
+                body = {"receipt_id": f"arck-{call['call_id']}", "kind": "completed",
+                        "result": result}
+                w.ok(w.target.submit_receipt(call["call_id"], body), "send a receipt")
+
+
+def _decision(figures: dict[str, Any]) -> tuple[str, int | None, int | None]:
+    compaction = figures.get("compaction") or {}
+    return (str(compaction.get("decision", "none")), compaction.get("estimate_before"),
+            figures.get("effective_budget"))
+
+
+def _judge_thresholds_and_spacing(main: list[dict[str, Any]]) -> None:
+    """CTX-03/04: compaction exactly at 70%, unless the only step left is a summary that
+    CTX-05's spacing defers; CTX-05: a summary only once 4 main calls completed after the
+    last one (the call that carried it counts), or at 92%."""
+    since: int | None = None  # main calls completed since the last summary
+    for n, figures in enumerate(main, start=1):
+        decision, before, budget = _decision(figures)
+        if not isinstance(before, int) or not isinstance(budget, int) or budget <= 0:
+            raise CheckFailure("RUN-15", "compaction.estimate_before and effective_budget",
+                               str(figures)[:300])
+        ratio = Fraction(before, budget)
+        urgent = ratio >= Fraction(92, 100)
+        spaced = since is None or since >= 4 or urgent
+        if decision == "none" and ratio >= Fraction(70, 100):
+            expect(not spaced, ("CTX-03", "CTX-04"),
+                   f"call {n}: compaction when the estimate {before} reaches 70% of the budget "
+                   f"{budget} (no summary was due for spacing: {since} calls since the last)",
+                   "decision 'none'")
+        expect(decision == "none" or ratio >= Fraction(70, 100), ("CTX-03", "CTX-04"),
+               f"call {n}: no compaction below 70% (estimate {before} of budget {budget})",
+               f"decision {decision!r}")
+        if "summary" in decision and decision != "summary_refused":
+            expect(spaced, "CTX-05",
+                   f"call {n}: a summary only after 4 main calls since the last, or at 92%",
+                   f"{since} main call(s) since the last summary, estimate {before} of "
+                   f"{budget}")
+            since = 0
+        if since is not None:
+            since += 1
+
+
+def _judge_prefix(w: RunWorld, agent: Agent, main: list[dict[str, Any]]) -> None:
+    by_key = {f.get("call_id"): f for f in main}
+    requests = [r for r in w.requests(agent)]
+    previous: list[Any] | None = None
+    for n, request in enumerate(requests, start=1):
+        key = dict(request.headers).get("idempotency-key")
+        figures = by_key.get(key, {})
+        current = messages(request)
+        rewritten = _decision(figures)[0] not in ("none", "summary_refused")
+        if previous is not None and not rewritten:
+            kept = current[: len(previous)] == previous
+            expect(kept, ("RUN-08", "CTX-07"),
+                   f"request {n} extends request {n - 1} (no compaction was reported for it)",
+                   f"{_first_difference(previous, current)}")
+        previous = current
+
+
+def _first_difference(before: list[Any], after: list[Any]) -> str:
+    for i, message in enumerate(before):
+        if i >= len(after) or after[i] != message:
+            return f"message {i} changed or gone: {json.dumps(message)[:200]}"
+    return "no difference"
+
+
+def _prompt(w: RunWorld, figures: dict[str, Any]) -> int | None:
+    """The prompt_tokens the provider reported for this call (found by its Idempotency-Key)."""
+    for record in w.provider.lookup_key(str(figures.get("call_id"))):
+        if record.usage is not None:
+            return int(record.usage["prompt_tokens"])
+    return None
+
+
+def _judge_summary_money(
+    w: RunWorld, spec: ChannelSpec, wallet: str, summaries: list[dict[str, Any]],
+    main: list[dict[str, Any]], profile: bool,
+) -> None:
+    usages = []
+    for figures in [*main, *summaries]:
+        records = w.provider.lookup_key(str(figures.get("call_id")))
+        usages += [r.usage for r in records if r.billed and r.usage is not None]
+    low = sum(int(ctxmath.cost(u, spec.input_price, spec.cached_price, spec.output_price))
+              for u in usages)
+    charged = w.wallet_state(wallet).get("charged")
+    expect(isinstance(charged, int) and charged >= low, "CTX-14",
+           f"at least {low} micro-units charged: every call of the run, summaries included",
+           str(charged))
+    if not profile:
+        return
+    samples: list[tuple[int, int]] = []
+    for n, figures in enumerate(main, start=1):
+        window = samples[-8:]
+        want = (sum(real for _, real in window), sum(raw for raw, _ in window))
+        seen = (figures.get("coefficient_real"), figures.get("coefficient_raw"))
+        expect(seen == want, ("CTX-11", "CTX-16"),
+               f"call {n}: coefficient sums Σreal/Σraw = {want[0]}/{want[1]} over the main "
+               "calls' samples only (summaries never calibrate)", f"{seen[0]}/{seen[1]}")
+        real, raw = _prompt(w, figures), figures.get("raw_estimate")
+        if real is not None and isinstance(raw, int):
+            samples.append((raw, real))
+
+
+@property_check("CTX-15", "CTX-02", cases=st.integers(min_value=1, max_value=4))
+def test_input_too_large_alone_ends_the_run(ctx: CheckContext, case: Any) -> None:
+    """An input larger than the whole budget on its own cannot be compacted: the run ends
+    with its reason recorded, sends nothing the model cannot take, and never loops."""
+    w = world(ctx)
+    spec = ChannelSpec(input_capacity=8_000, total_capacity=9_000, output_capacity=500)
+    agent = w.agent([Step(text="never")], channel=w.channel(spec))
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    text = "overflowing input " * (2_000 * case)  # ≥ 9,000 tokens by any count
+    exchange = w.target.create_run(session, {"input": text})
+    if 400 <= exchange.status < 500:
+        return  # refused at once, clearly: allowed (CTX-02 "fails clearly")
+    run = w.ok(exchange, "create a run")
+    snapshot, _ = w.settle(run["run_id"])
+    expect(snapshot.get("state") == "ended" and bool(snapshot.get("end_reason")) and
+           snapshot.get("end_reason") != "completed", ("CTX-15", "CTX-02"),
+           "the run ended, not completed, with its reason recorded", str(snapshot))
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "context_uncompactable", "CTX-15",
+               "end reason context_uncompactable", str(snapshot.get("end_reason")))
+    too_big = [r for r in w.provider.records() if r.conversation == agent.script
+               and r.true_usage and r.true_usage.get("prompt_tokens", 0) > spec.input_capacity]
+    expect(not too_big, ("CTX-15", "CTX-02"),
+           "no request larger than the model's input capacity sent",
+           f"{len(too_big)} such request(s)")

@@ -1,0 +1,361 @@
+"""RUN: durable runs and histories (SPEC §6), black-box through the runs API and what the
+simulated provider received; with the budget rules that wait for runs (BUD-15..17, DEF-05)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance import oracle
+from arck.conformance.checking import check, expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure
+from arck.conformance.runworld import TOOL, RunWorld, messages, world
+from arck.simulator.provider import (
+    LostResponse,
+    RateLimited,
+    ServerError,
+    SlowAnswer,
+    Step,
+    ToolCall,
+    UsageMissing,
+)
+
+FUNDS = 10**12
+END_REASONS = ("completed", "input_required", "approval_required", "cancelled",
+               "insufficient_balance", "model_timeout", "tool_timeout", "permission_changed",
+               "cost_pending_reconciliation", "context_uncompactable")
+WORDS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+                max_size=40)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _drive(w: RunWorld, run_id: str, result: Any = None) -> dict[str, Any]:
+    """Settle a run, answering every tool call it waits for with `result`, to its end."""
+    for _ in range(20):
+        snapshot, _passed = w.settle(run_id)
+        if snapshot.get("state") != "waiting_tools":
+            return snapshot
+        pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+        if not pending:
+            return snapshot
+        for call in pending:
+            body = {"receipt_id": f"arck-r-{call['call_id']}", "kind": "completed",
+                    "result": {"ok": True} if result is None else result}
+            w.ok(w.target.submit_receipt(call["call_id"], body), "send a completed receipt")
+    return w.snapshot(run_id)
+
+
+@check("RUN-01", "BIL-02")
+def test_admission_refuses_a_run_without_funds(ctx: CheckContext) -> None:
+    """A wallet holding 1 micro-unit cannot cover any reservation: refused before sending."""
+    w = world(ctx)
+    agent = w.agent([Step(text="never sent")])
+    wallet = w.wallet(1)
+    session = w.session(agent, wallet)
+    run = w.start(session, "Hello")
+    snapshot, _ = w.settle(run["run_id"])
+    expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") ==
+           "insufficient_balance", ("RUN-01", "BIL-02"),
+           "the run ended with insufficient_balance at admission", str(snapshot))
+    expect(not w.requests(agent), ("RUN-01", "BIL-02"),
+           "no model request sent for a run refused at admission",
+           lambda: f"{len(w.requests(agent))} request(s) reached the provider")
+    state = w.wallet_state(wallet)
+    expect(state.get("balance") == 1 and state.get("reserved") == 0, "BIL-02",
+           "the wallet untouched: balance 1, nothing reserved", str(state))
+
+
+@property_check("RUN-08", "RUN-09", "DEF-05", cases=st.lists(
+    st.tuples(WORDS, st.sampled_from(["text", "tool", "input"]),
+              st.integers(min_value=0, max_value=3000)), min_size=2, max_size=5))
+def test_requests_only_append(ctx: CheckContext, case: Any) -> None:
+    """Turns of text, tool calls (results of random size) and input requests, over several
+    runs of one session: each request's messages are the previous request's plus new ones."""
+    w = world(ctx)
+    steps: list[Step] = []
+    for text, kind, _size in case:
+        if kind == "tool":
+            steps += [Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": text})]),
+                      Step(text=f"Found {text}")]
+        elif kind == "input":
+            steps.append(Step(request_input=text))
+        else:
+            steps.append(Step(text=text))
+    agent = w.agent(steps, budget=2048)
+    session = w.session(agent, w.wallet(FUNDS))
+    for text, _kind, size in case:
+        run = w.start(session, text)
+        _drive(w, run["run_id"], {"status": "ok", "data": "x" * size})
+    sent = [messages(r) for r in w.requests(agent)]
+    expect(bool(sent) and bool(sent[0]) and sent[0][0].get("role") == "system" and
+           sent[0][0].get("content") == agent.system_prompt, "DEF-05",
+           "the first message is the pinned version's system prompt",
+           lambda: _canonical(sent[0][:1]) if sent else "no request")
+    for n, (before, after) in enumerate(itertools.pairwise(sent), start=2):
+        kept = [_canonical(m) for m in after[: len(before)]]
+        expect(kept == [_canonical(m) for m in before] and len(after) > len(before),
+               ("RUN-08", "RUN-09"),
+               f"request {n} = request {n - 1}'s {len(before)} messages, unchanged, plus new ones",
+               lambda b=before, a=after: _first_change(b, a))
+
+
+def _first_change(before: list[Any], after: list[Any]) -> str:
+    for i, message in enumerate(before):
+        if i >= len(after):
+            return f"only {len(after)} messages; message {i} gone: {_canonical(message)[:200]}"
+        if _canonical(after[i]) != _canonical(message):
+            return (f"message {i} was {_canonical(message)[:200]} and became "
+                    f"{_canonical(after[i])[:200]}")
+    return f"no new message after the {len(before)} earlier ones"
+
+
+RESULTS = st.tuples(
+    st.sampled_from([1024, 2048, 4096]),
+    st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300),
+             min_size=1, max_size=60),
+)
+
+
+@property_check("BUD-15", "BUD-16", "BUD-17", "RUN-07", cases=RESULTS)
+def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -> None:
+    """A completed result of any size is accepted, kept in full in the formal history, and
+    enters the execution history once, within its budget, identical in every later request."""
+    budget, rows = case
+    result = {"status": "done", "rows": rows}
+    w = world(ctx)
+    call = ToolCall(name=TOOL, arguments={})
+    agent = w.agent([Step(tool_calls=[call]), Step(text="first"), Step(text="second")],
+                    budget=budget)
+    session = w.session(agent, w.wallet(FUNDS))
+    first = w.start(session, "Look it up")
+    snapshot, _ = w.settle(first["run_id"])
+    if snapshot.get("state") != "waiting_tools":
+        raise CheckFailure("RUN-06", "the run waiting for its tool call", str(snapshot))
+    [pending] = w.tool_calls(first["run_id"])
+    body = {"receipt_id": "arck-big", "kind": "completed", "result": result}
+    exchange = w.target.submit_receipt(pending["call_id"], body)
+    expect(200 <= exchange.status < 300, "BUD-17",
+           f"a receipt of {oracle.size(result)} bytes accepted (budget {budget})",
+           exchange.describe)
+    w.settle(first["run_id"])
+    w.settle(w.start(session, "And again")["run_id"])
+    tool_messages = [[m for m in messages(r) if m.get("role") == "tool"]
+                     for r in w.requests(agent)]
+    entered = [t for t in tool_messages if t]
+    if len(entered) < 2:
+        raise CheckFailure("BUD-15", "the tool result in the two requests after the receipt",
+                           f"tool messages per request: {[len(t) for t in tool_messages]}")
+    content = entered[0][0].get("content")
+    original = oracle.size(result)
+    if original <= budget:
+        expect(isinstance(content, str) and _same_json(content, result), "BUD-15",
+               "a result within its budget entering unchanged (BUD-06)", str(content)[:300])
+    else:
+        projected = _json(content)
+        expect(projected is not None and oracle.size(projected) <= budget, "BUD-15",
+               f"the {original}-byte result entering as JSON of at most {budget} bytes",
+               lambda: f"{len(str(content).encode())} bytes: {str(content)[:200]}")
+    expect(all(_canonical(t[0]) == _canonical(entered[0][0]) for t in entered), "BUD-15",
+           "the same tool message, byte for byte, in every later request (projected once)",
+           lambda: " / ".join(_canonical(t[0])[:120] for t in entered))
+    formal = [i for i in w.history(session, "formal") if _holds(i, "arck-big")]
+    expect(bool(formal) and any(_contains_equal(i, result) for i in formal), ("BUD-16",
+           "RUN-07"), "the full receipt in the formal history, canonically equal",
+           lambda: _canonical(formal)[:300])
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _same_json(text: str, value: Any) -> bool:
+    parsed = _json(text)
+    return parsed is not None and _canonical(parsed) == _canonical(value)
+
+
+def _holds(item: Any, needle: str) -> bool:
+    return needle in _canonical(item)
+
+
+def _contains_equal(item: Any, result: Any) -> bool:
+    """The item holds `result` as a value somewhere (the receipt's shape is the target's)."""
+    want = _canonical(result)
+    stack = [item]
+    while stack:
+        value = stack.pop()
+        if _canonical(value) == want:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
+FAULTS = {
+    "lost_response": lambda: LostResponse(),
+    "usage_missing": lambda: UsageMissing(),
+    "slow": lambda: SlowAnswer(seconds=120),
+}
+
+
+@property_check("RUN-12", "BIL-03", cases=st.tuples(
+    st.sampled_from(sorted(FAULTS)), st.integers(min_value=0, max_value=2)))
+def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
+    """A call whose answer or cost is unknown (lost, no usage, slower than the channel's
+    30 s timeout) is never sent again, and its cost is never charged twice."""
+    kind, at = case
+    w = world(ctx)
+    steps = [Step(text=f"turn {i}", faults=[FAULTS[kind]()] if i == at else [])
+             for i in range(3)]
+    agent = w.agent(steps)
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    with w.faults(kind):
+        for i in range(3):
+            exchange = w.target.create_run(session, {"input": f"message {i}"})
+            if exchange.status == 409:  # the session is held while the unknown call is open
+                break
+            run = w.ok(exchange, "create a run")
+            snapshot, _ = w.settle(run["run_id"])
+            expect(snapshot.get("state") == "ended" and bool(snapshot.get("end_reason")),
+                   "RUN-11", "every run ending with a recorded reason", str(snapshot))
+    sent = [_canonical(messages(r)) for r in w.requests(agent)]
+    repeats = sorted({m for m in sent if sent.count(m) > 1})
+    expect(not repeats, "RUN-12", "no model request sent twice",
+           lambda: f"{len(repeats)} request(s) sent more than once; first: {repeats[0][:300]}")
+    records = [r for r in w.provider.records() if r.conversation == agent.script]
+    true_cost = sum(_cost(w, r.true_usage) for r in records if r.billed)
+    state = w.wallet_state(wallet)
+    charged = state.get("charged")
+    expect(isinstance(charged, int) and charged <= true_cost + len(records), "BIL-03",
+           f"at most the provider's true cost charged ({true_cost} micro-units, "
+           f"+1 rounding a call)", str(state))
+
+
+def _cost(w: RunWorld, usage: Any) -> int:
+    spec = w.channel().spec
+    return int(oracle_cost(usage, spec.input_price, spec.cached_price, spec.output_price))
+
+
+def oracle_cost(usage: Any, input_price: int, cached: int, output: int) -> int:
+    from math import ceil
+
+    from arck.conformance.runoracle import cost
+
+    return ceil(cost(usage, input_price, cached, output))
+
+
+ENDINGS = st.lists(st.one_of(
+    st.builds(lambda t: Step(text=t), WORDS),
+    st.builds(lambda t: Step(request_input=t), WORDS),
+    st.builds(lambda t: Step(request_approval=t), WORDS),
+    st.just(Step(tool_calls=[ToolCall(name=TOOL, arguments={})])),
+    st.just(Step(faults=[ServerError(status=503)])),
+    st.just(Step(faults=[RateLimited(retry_after=1)])),
+    st.just(Step(faults=[LostResponse()])),
+    st.just(Step(faults=[UsageMissing()])),
+    st.just(Step(faults=[SlowAnswer(seconds=45)])),
+), min_size=1, max_size=6)
+
+
+@property_check("RUN-11", "RUN-16", cases=ENDINGS)
+def test_every_run_ends_with_a_reason(ctx: CheckContext, case: Any) -> None:
+    """Whatever the model answers or the provider does, each run ends, within a bounded
+    number of timers, with its reason recorded (core: a reason; profile: RUN-16's names)."""
+    w = world(ctx)
+    agent = w.agent(case)
+    session = w.session(agent, w.wallet(FUNDS))
+    for i in range(len(case)):
+        exchange = w.target.create_run(session, {"input": f"turn {i}"})
+        if exchange.status == 409:
+            break
+        run = w.ok(exchange, "create a run")
+        snapshot = _drive(w, run["run_id"])
+        reason = snapshot.get("end_reason")
+        expect(snapshot.get("state") == "ended" and isinstance(reason, str) and bool(reason),
+               "RUN-11", "the run ended with its reason recorded, with no timer left to wait on",
+               str(snapshot))
+        if ctx.profile == "reference":
+            expect(reason in END_REASONS, ("RUN-11", "RUN-16"),
+                   f"an end reason of RUN-16: {', '.join(END_REASONS)}", repr(reason))
+
+
+@check("RUN-13")
+def test_cancel_leaves_accepted_calls_dispatchable(ctx: CheckContext) -> None:
+    """A run cancelled while its accepted tool batch waits: the calls stay, receipts land."""
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"n": 1})])])
+    session = w.session(agent, w.wallet(FUNDS))
+    run = w.start(session, "Do it")
+    snapshot, _ = w.settle(run["run_id"])
+    if snapshot.get("state") != "waiting_tools":
+        raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
+    w.ok(w.target.cancel_run(run["run_id"]), "cancel the run")
+    snapshot = w.snapshot(run["run_id"])
+    expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") == "cancelled",
+           "RUN-11", "the run ended cancelled", str(snapshot))
+    calls = w.tool_calls(run["run_id"])
+    expect(len(calls) == 1 and "cancel" not in str(calls[0].get("state")), "RUN-13",
+           "the accepted call still listed, not cancelled", str(calls))
+    body = {"receipt_id": "arck-after-cancel", "kind": "completed", "result": {"done": 1}}
+    exchange = w.target.submit_receipt(calls[0]["call_id"], body)
+    expect(200 <= exchange.status < 300, "RUN-13",
+           "the business task's receipt still accepted after the cancel", exchange.describe)
+    expect(w.snapshot(run["run_id"]).get("state") == "ended", "RUN-13",
+           "the cancelled run stays ended after the receipt", str(w.snapshot(run["run_id"])))
+
+
+@check("DEF-04", "DEF-05")
+def test_session_stays_on_its_version(ctx: CheckContext) -> None:
+    """A newer version of the agent changes nothing for a session created before it."""
+    w = world(ctx)
+    old = w.agent([Step(text="old"), Step(text="old again")])
+    session = w.session(old, w.wallet(FUNDS))
+    w.settle(w.start(session, "first")["run_id"])
+    newer = w.agent([Step(text="new")])  # same agent id, a new version and system prompt
+    w.settle(w.start(session, "second")["run_id"])
+    sent = w.requests(old)
+    expect(len(sent) == 2 and messages(sent[1])[:1] == [
+        {"role": "system", "content": old.system_prompt}], ("DEF-04", "DEF-05"),
+        "the session's second request still carries its pinned version's system prompt",
+        lambda: f"{len(sent)} request(s) on the old script; "
+                f"{len(w.requests(newer))} on the newer version's")
+
+
+@property_check("DRY-03", "DRY-04", cases=RESULTS)
+def test_dry_run_previews_what_a_run_stores(ctx: CheckContext, case: Any) -> None:
+    """The dry-run's context_preview.result is what a real run puts in the execution history
+    for the same result and version; the dry-run itself calls no model."""
+    budget, rows = case
+    result = {"status": "done", "rows": rows}
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={})]), Step(text="ok")],
+                    budget=budget)
+    body = {"agent_version": agent.agent_version, "tool_name": agent.tool_name,
+            "arguments": {}, "mock_receipts": [
+                {"receipt_id": "arck-dry", "kind": "completed", "result": result}]}
+    preview = w.ok(w.target.dry_run(body), "dry-run the tool").get("context_preview")
+    expect(not w.requests(agent), "DRY-04", "no model call from a dry-run",
+           f"{len(w.requests(agent))} request(s) at the provider")
+    if not isinstance(preview, dict) or "result" not in preview:
+        raise CheckFailure("DRY-01", "a context_preview with its result", str(preview)[:300])
+    session = w.session(agent, w.wallet(FUNDS))
+    run = w.start(session, "Look it up")
+    _drive(w, run["run_id"], result)
+    stored = [m.get("content") for r in w.requests(agent) for m in messages(r)
+              if m.get("role") == "tool"]
+    expect(bool(stored) and _json(stored[0]) is not None and
+           _canonical(_json(stored[0])) == _canonical(preview["result"]), "DRY-03",
+           "the run's tool message = the dry-run's context_preview.result, canonically",
+           lambda: f"run: {str(stored[:1])[:200]} / dry-run: {_canonical(preview['result'])[:200]}")

@@ -1,0 +1,237 @@
+"""The setup checks of runs share: channels, wallets, scripted agents, sessions, runs, waiting.
+
+Every step goes through the target's public API (docs/runs.md) and the harness's control of
+the simulated provider and of time; a step the target refuses makes the check "not testable"
+(setup failed), and a target with no provider to point at makes it "not applicable".
+Waiting moves virtual time only to the next timer that is due, so a run that neither ends nor
+waits for anything is seen to hang (RUN-11) instead of being waited on for ever.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import NotApplicable, NotTestable
+from arck.simulator.control import Control
+from arck.simulator.provider import RecordedRequest, SimulatedProvider, Step, script_tag
+from arck.simulator.target import Exchange, RuntimeTarget
+
+__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "world"]
+
+SETTLED = frozenset({"ended", "waiting_tools"})
+TOOL = "arck_sample"  # a model-callable name: OpenAI function names allow no dots
+MAX_WAIT_STEPS = 200  # timers a wait may pass before the run counts as never settling
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """A channel's declared figures (BIL-05: integer micro-units per million tokens)."""
+
+    model: str = "sim-1"
+    input_capacity: int = 100_000
+    total_capacity: int = 128_000
+    output_capacity: int = 4_000
+    timeout_ms: int = 30_000
+    input_price: int = 2_000_000
+    cached_price: int = 500_000
+    output_price: int = 8_000_000
+
+    def body(self, name: str) -> dict[str, Any]:
+        return {
+            "name": name, "model": self.model, "input_capacity": self.input_capacity,
+            "total_capacity": self.total_capacity, "output_capacity": self.output_capacity,
+            "timeout_ms": self.timeout_ms,
+            "prices": {"input": self.input_price, "cached_input": self.cached_price,
+                       "output": self.output_price},
+        }
+
+
+@dataclass(frozen=True)
+class Channel:
+    channel_id: str
+    spec: ChannelSpec
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A published version whose system prompt names its provider script."""
+
+    agent_version: str
+    script: str
+    system_prompt: str
+    tool_name: str
+    channel: Channel
+    max_context_tokens: int | None
+
+
+@dataclass
+class RunWorld:
+    ctx: CheckContext
+    target: RuntimeTarget
+    control: Control
+    _channels: dict[ChannelSpec, Channel] = field(default_factory=dict)
+
+    @property
+    def provider(self) -> SimulatedProvider:
+        return self.control.provider
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def channel(self, spec: ChannelSpec | None = None) -> Channel:
+        spec = spec or ChannelSpec()
+        if spec not in self._channels:
+            exchange = self.target.create_channel(spec.body(self.ctx.name("channel")))
+            self._channels[spec] = Channel(self._id(exchange, "channel_id", "create a channel"),
+                                           spec)
+        return self._channels[spec]
+
+    def wallet(self, funds: int) -> str:
+        wallet_id = self._id(self.target.create_wallet({"name": self.ctx.name("wallet")}),
+                             "wallet_id", "create a wallet")
+        if funds:
+            self.ok(self.target.deposit(wallet_id, funds), f"deposit {funds} micro-units")
+        return wallet_id
+
+    def agent(
+        self,
+        steps: Sequence[Step],
+        *,
+        channel: Channel | None = None,
+        budget: int = 1024,
+        max_context_tokens: int | None = None,
+        summary_channel: Channel | None = None,
+    ) -> Agent:
+        """A version on `channel` with one tool of `budget` bytes, following `steps`."""
+        channel = channel or self.channel()
+        script = self.ctx.name("script")
+        self.provider.add_script(script, list(steps))
+        tool = {**self.ctx.tool(budget), "name": TOOL}
+        tool_set = self.target.publish_tool_set({"name": self.ctx.name("tools"), "tools": [tool]})
+        prompt = f"You are an arck conformance agent. {script_tag(script)}"
+        body: dict[str, Any] = {
+            "tool_set_id": self._id(tool_set, "tool_set_id", "publish a tool set"),
+            "system_prompt": prompt, "channel_id": channel.channel_id,
+        }
+        if max_context_tokens is not None:
+            body["max_context_tokens"] = max_context_tokens
+        if summary_channel is not None:
+            body["summary_channel_id"] = summary_channel.channel_id
+        published = self.target.publish_agent_version(self.ctx.agent_id, body)
+        version = self._id(published, "agent_version", "publish an agent version with a channel")
+        return Agent(version, script, prompt, tool["name"], channel, max_context_tokens)
+
+    def session(self, agent: Agent, wallet_id: str) -> str:
+        body = {"agent_version": agent.agent_version, "wallet_id": wallet_id}
+        return self._id(self.target.create_session(body), "session_id", "create a session")
+
+    def start(self, session_id: str, text: str) -> dict[str, Any]:
+        """Create a run; its snapshot (a run refused at admission comes back ended)."""
+        data = self.ok(self.target.create_run(session_id, {"input": text}), "create a run")
+        if not isinstance(data.get("run_id"), str):
+            raise NotTestable(f"setup could not create a run: no run_id in {data}")
+        return data
+
+    # -- observing -------------------------------------------------------------------------
+
+    def settle(self, run_id: str) -> tuple[dict[str, Any], int]:
+        """The run's snapshot once it ended or waits for tools, and the timers passed.
+
+        A run still active with no timer pending is returned as it is: nothing will ever
+        move it, and the check says so.
+        """
+        for passed in range(MAX_WAIT_STEPS):
+            snapshot = self.snapshot(run_id)
+            if snapshot.get("state") in SETTLED:
+                return snapshot, passed
+            deadline = self.control.next_deadline()
+            if deadline is None:
+                return snapshot, passed
+            self.control.advance(max(0.0, deadline - self.control.now()))
+        return self.snapshot(run_id), MAX_WAIT_STEPS
+
+    def snapshot(self, run_id: str) -> dict[str, Any]:
+        return self.ok(self.target.get_run(run_id), f"read run {run_id}")
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        data = self.ok(self.target.run_events(run_id), f"read the events of run {run_id}")
+        events = data.get("events")
+        if not isinstance(events, list):
+            raise NotTestable(f"the events of run {run_id} are not a list: {str(data)[:200]}")
+        return events
+
+    def of_type(self, run_id: str, kind: str) -> list[dict[str, Any]]:
+        return [e.get("data", {}) for e in self.events(run_id) if e.get("type") == kind]
+
+    def wallet_state(self, wallet_id: str) -> dict[str, Any]:
+        return self.ok(self.target.get_wallet(wallet_id), f"read wallet {wallet_id}")
+
+    def history(self, session_id: str, kind: str) -> list[Any]:
+        data = self.ok(self.target.history(session_id, kind), f"read the {kind} history")
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise NotTestable(f"the {kind} history is not a list: {str(data)[:200]}")
+        return items
+
+    def tool_calls(self, run_id: str) -> list[dict[str, Any]]:
+        data = self.ok(self.target.tool_calls(run_id), f"list the tool calls of {run_id}")
+        calls = data.get("tool_calls")
+        if not isinstance(calls, list):
+            raise NotTestable(f"the tool calls of {run_id} are not a list: {str(data)[:200]}")
+        return calls
+
+    def requests(self, agent: Agent) -> list[RecordedRequest]:
+        """What the provider received in this agent's conversation, in order."""
+        return [r for r in self.provider.recorded() if r.conversation == agent.script]
+
+    @contextmanager
+    def faults(self, *kinds: str) -> Iterator[None]:
+        """The block needs each of `kinds` to fire at least once, or it tested nothing."""
+        before = self.provider.fault_counts()
+        yield
+        after = self.provider.fault_counts()
+        silent = [k for k in kinds if after.get(k, 0) <= before.get(k, 0)]
+        if silent:
+            raise NotTestable(f"not testable: fault never fired: {', '.join(silent)}")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def ok(self, exchange: Exchange, step: str) -> dict[str, Any]:
+        data = exchange.json_or_none()
+        if not (200 <= exchange.status < 300) or not isinstance(data, dict):
+            raise NotTestable(f"setup could not {step}: {exchange.describe()}")
+        return data
+
+    def _id(self, exchange: Exchange, key: str, step: str) -> str:
+        value = self.ok(exchange, step).get(key)
+        if not isinstance(value, str):
+            raise NotTestable(f"setup could not {step}: no string {key!r} in "
+                              f"{exchange.describe()}")
+        return value
+
+
+def world(ctx: CheckContext) -> RunWorld:
+    """The run setup for this target, or "not applicable" with why."""
+    target = ctx.target
+    control = getattr(target, "control", None)
+    if not isinstance(target, RuntimeTarget) or control is None:
+        raise NotApplicable(
+            "the target runs no agents against arck's simulated model provider: checks of "
+            "runs need an in-process target, or a target file that points the service at "
+            "the provider (docs/targets.md)"
+        )
+    return RunWorld(ctx, target, control)
+
+
+def messages(request: RecordedRequest) -> list[Any]:
+    """The messages of a recorded request body (empty when it is not a JSON object)."""
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return []
+    found = body.get("messages") if isinstance(body, dict) else None
+    return found if isinstance(found, list) else []
