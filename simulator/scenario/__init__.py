@@ -1,0 +1,1 @@
+"""Replayable scenarios (docs/scenarios.md): model, loader, runner, verdict, trace, seeded."""
