@@ -152,8 +152,8 @@ def create_app(
     and so may the runtime's two seams, `workers_class` and `runtime_class`.
 
     Runs reach the model provider only on `provider_transport` (base URL http://provider/v1);
-    without one, a run's model call ends it with `model_error`. `clock` is the only time runs
-    read (a virtual clock in tests).
+    without one, a run's model call is refused and ends it `model_timeout`. `clock` is the
+    only time runs read (a virtual clock in tests).
 
     `provider_url` is an OpenAI-compatible base URL (`http://127.0.0.1:8900/v1`) reached over the
     network, or the base URL used with `provider_transport`. `test_clock` runs the engine on a

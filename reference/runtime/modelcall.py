@@ -1,22 +1,26 @@
 """One model request over the provider's HTTP shape (OpenAI chat completions), sent once.
 
-There is no retry here, ever (RUN-12): a request whose answer is lost or late has an unknown
-outcome, which only a reconciliation against the original request may settle. The timeout is a
-race against the injected clock, so virtual time decides it in tests.
+There is no resend here, ever (RUN-12): a request whose answer is lost or late has an unknown
+outcome, which only a reconciliation against the original request may settle. An error answer
+(`refused`) was never processed; the worker may send its request again as a new model call
+(docs/runs.md, "Model calls"), never this module. The timeout is a race against the injected
+clock, so virtual time decides it in tests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import httpx
 
 from arck.reference.clock import Clock
 
-__all__ = ["PROVIDER_BASE_URL", "ModelClient", "Outcome"]
+__all__ = ["PROVIDER_BASE_URL", "ModelClient", "Outcome", "error_text"]
 
 PROVIDER_BASE_URL = "http://provider/v1"
 
@@ -24,12 +28,14 @@ PROVIDER_BASE_URL = "http://provider/v1"
 @dataclass(frozen=True)
 class Outcome:
     """`answered`: a JSON body with this status; `timeout` and `lost`: unknown outcome;
-    `refused`: the provider answered an error, so the request was never processed."""
+    `refused`: the provider answered an error, so the request was never processed;
+    `retry_after`: the seconds its `retry-after` header asked for, if any."""
 
     kind: Literal["answered", "refused", "timeout", "lost"]
     status: int | None = None
     body: dict[str, Any] | None = None
     detail: str = ""
+    retry_after: float | None = None
 
 
 class ModelClient:
@@ -110,13 +116,38 @@ class ModelClient:
             parsed = json.loads(response.content)
         except ValueError:
             parsed = None
+        if response.status_code != 200:
+            # An error status is a refusal whatever its body (a gateway's HTML page included).
+            error = parsed if isinstance(parsed, dict) else {}
+            return Outcome("refused", response.status_code, error, detail=error_text(error),
+                           retry_after=self._retry_after(response.headers.get("retry-after")))
         if not isinstance(parsed, dict):
             return Outcome("lost", response.status_code, detail="the answer is not a JSON object")
-        kind: Literal["answered", "refused"] = (
-            "answered" if response.status_code == 200 else "refused"
-        )
-        return Outcome(kind, response.status_code, parsed)
+        return Outcome("answered", response.status_code, parsed)
+
+    def _retry_after(self, value: str | None) -> float | None:
+        """`retry-after` as seconds (a number, or an HTTP date counted on the injected clock);
+        None when absent or unreadable."""
+        if value is None:
+            return None
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - self.clock.now()
+            except (TypeError, ValueError, IndexError):
+                return None
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
 
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()
+
+
+def error_text(body: dict[str, Any]) -> str:
+    """An OpenAI-shaped error's code and message, for the run's events."""
+    error = body.get("error")
+    if not isinstance(error, dict):
+        return ""
+    parts = [str(error[k]) for k in ("code", "message") if error.get(k)]
+    return ": ".join(parts)[:300]

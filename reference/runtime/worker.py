@@ -6,32 +6,61 @@ claim is a lease on the injected clock, renewed while the worker works; a run wh
 lapsed is taken over and checked first (reconcile.py, RUN-02, RUN-12).
 The order of one call: estimate (CTX), reserve (BIL-01/02), record the call and its RUN-15
 event, send once, then settle and apply the answer in one transaction.
+An error answer was never processed: a retryable one (429, 500, 502, 503, 504) is sent again
+as a new model call after a backoff on the injected clock, at most `MAX_RETRIES` times a step;
+the schedule is an event stored with the refusal, so a takeover resumes it. Any other refusal,
+or the last retry refused, ends the run `model_timeout` with nothing charged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock
 from arck.reference.models import DEFAULT_BUDGET
-from arck.reference.runtime import billing, estimate
-from arck.reference.runtime.compactor import Compactor, Target, figures, raw_of, request_body
-from arck.reference.runtime.modelcall import ModelClient, Outcome
+from arck.reference.runtime import billing, compaction, estimate
+from arck.reference.runtime.compactor import (
+    Compactor,
+    Target,
+    figures,
+    held,
+    raw_of,
+    request_body,
+)
+from arck.reference.runtime.modelcall import ModelClient, Outcome, error_text
 from arck.reference.runtime.reconcile import Reconciler
 from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.store import Store
 
-__all__ = ["LEASE_SECONDS", "REQUEST_APPROVAL", "REQUEST_INPUT", "Workers"]
+__all__ = ["LEASE_SECONDS", "MAX_RETRIES", "REQUEST_APPROVAL", "REQUEST_INPUT",
+           "RETRYABLE", "Workers"]
 
 REQUEST_INPUT = "arck_request_input"
 REQUEST_APPROVAL = "arck_request_approval"
 _RESERVED = {REQUEST_INPUT: "input_required", REQUEST_APPROVAL: "approval_required"}
 LEASE_SECONDS = 15.0
+# Refusals worth sending again (never processed, so a new call is no resend, RUN-12).
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+MAX_RETRIES = 3  # per step: at most 4 calls for one request
+RETRY_AFTER_CAP_S = 60.0  # a provider's retry-after is honoured up to this
 _log = logging.getLogger("arck.reference")
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A retry scheduled after the refused call `of` (event `model_call.retry_scheduled`)."""
+
+    of: str
+    attempt: int  # 1..MAX_RETRIES
+    due_at: float
+    status: int | None
 
 
 class Workers:
@@ -93,6 +122,9 @@ class Workers:
         try:
             if claim.takeover:
                 await self.reconciler.take_over(claim.run_id, name)
+                if self.scheduled_retry(claim.run_id, name) is not None:
+                    # The checked call was a retryable refusal: its retry is still due.
+                    await self.step(claim.run_id, name)
             else:
                 await self.step(claim.run_id, name)
         except Exception:
@@ -131,7 +163,9 @@ class Workers:
     async def step(self, run_id: str, worker: str) -> None:
         """One main model call of a claimed run, after the compaction it needs (CTX-03..07);
         a call the provider refuses with context_length_exceeded is repaired and sent once
-        more, never twice (CTX-05, CTX-15)."""
+        more, never twice (CTX-05, CTX-15). A retryable refusal is sent again, unchanged, as a
+        new call once its backoff is over; a step resumed by a takeover finds the retry it
+        had scheduled (never compacting again in between, so the bytes stay the same)."""
         session = self.runs.run_session(run_id)
         channel = self.store.channel(session.tenant, session.channel_id)
         version = self.store.version(session.tenant, session.agent_version)
@@ -144,28 +178,84 @@ class Workers:
             channel.output_capacity,
         )
         repair = False
+        retry = self.scheduled_retry(run_id, worker)
         while True:
-            ready = await self.compactor.prepare(run_id, worker, version, main, budget, repair)
-            if ready is None:
-                return
-            session = ready.session
+            extra: dict[str, Any] = {}
+            if retry is None:
+                ready = await self.compactor.prepare(run_id, worker, version, main, budget,
+                                                     repair)
+                if ready is None:
+                    return
+                session, decision = ready.session, ready.compaction
+            else:
+                if not await self._back_off(run_id, worker, retry.due_at):
+                    return
+                session = self.runs.run_session(run_id)
+                decision = None
+                extra = {"retry": {"attempt": retry.attempt, "of": retry.of}}
             raw = raw_of(session)
             samples = self.runs.samples(session.tenant, main.set_key, estimate.CALIBRATION_WINDOW)
+            found = figures(raw, samples, session.last, budget, main.reservation)
+            if decision is None:
+                assert retry is not None
+                # The refused request unchanged: no compaction is decided again for it.
+                before = found["calibrated_estimate"]
+                decision = {"decision": "none", "reason": f"retry {retry.attempt} of "
+                            f"{retry.of} (refused {retry.status}): the same request",
+                            "estimate_before": before, "ratio_before": _ratio(before, budget)}
             call_id = self._begin(run_id, worker, session, main.reservation, raw, main.set_key, {
-                "purpose": "main", "channel_id": channel.channel_id,
-                **figures(raw, samples, session.last, budget, main.reservation),
-                "compaction": ready.compaction,
+                "purpose": "main", "channel_id": channel.channel_id, **found,
+                "compaction": decision, **extra,
             })
             if call_id is None:
                 return
             body = self._body(session, channel.model, channel.output_capacity)
             outcome = await self.model.complete(body, call_id, channel.timeout_ms)
-            retry = not repair and _overflow(outcome)
+            overflow = not repair and _overflow(outcome)
             self._finish(run_id, worker, session, call_id, main.reservation, raw, main.set_key,
-                         main.prices, outcome, repairable=retry)
-            if not retry:
+                         main.prices, outcome, repairable=overflow)
+            if overflow:
+                repair, retry = True, None
+                continue
+            retry = self.scheduled_retry(run_id, worker)
+            if retry is None or retry.of != call_id:
                 return
-            repair = True
+
+    def scheduled_retry(self, run_id: str, worker: str) -> Retry | None:
+        """The retry due for the run's last model call, if it is a main call refused with a
+        retry scheduled and the run is still held by `worker` (derived from the store alone,
+        so a takeover finds it too)."""
+        rows = self.store.read(
+            "SELECT model_calls.id FROM model_calls JOIN runs ON runs.id = model_calls.run_id "
+            "WHERE model_calls.run_id = ? AND runs.state = 'running' AND runs.worker = ? "
+            "ORDER BY model_calls.seq DESC LIMIT 1",
+            (run_id, worker),
+        )
+        if not rows:
+            return None
+        last = rows[0][0]
+        rows = self.store.read(
+            "SELECT model_calls.state, model_calls.purpose FROM model_calls WHERE id = ?",
+            (last,),
+        )
+        if rows[0] != ("refused", "main"):
+            return None
+        for item in reversed(self.runs.events(run_id)):
+            data = item["data"]
+            if item["type"] == "model_call.retry_scheduled" and data.get("call_id") == last:
+                return Retry(last, int(data["attempt"]), float(data["due_at"]),
+                             data.get("status"))
+        return None
+
+    async def _back_off(self, run_id: str, worker: str, due_at: float) -> bool:
+        """Wait on the injected clock until `due_at` (the lease is renewed meanwhile by
+        `_hold`); False as soon as the run is no longer this worker's (cancelled, taken)."""
+        while (left := due_at - self.clock.now()) > 0:
+            await self.clock.sleep(min(left, self.lease_seconds / 3))
+            with self.store.transaction() as db:
+                if not held(db, run_id, worker):
+                    return False
+        return True
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
@@ -219,9 +309,8 @@ class Workers:
                 event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="refused",
                       status=outcome.status, detail=outcome.detail, charge=0,
                       released=reservation)
-                if purpose == "main" and not repairable:
-                    reason = "context_uncompactable" if _overflow(outcome) else "model_error"
-                    RunStore.end(db, run_id, reason, at, worker=worker)
+                if purpose == "main" and not repairable and held(db, run_id, worker):
+                    _after_refusal(db, run_id, worker, call_id, outcome, at)
                 return None
             if not isinstance(usage, dict):
                 # BIL-03, RUN-12: outcome or cost unknown; the reservation stays held.
@@ -262,11 +351,7 @@ class Workers:
             event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="answered",
                   usage=usage, charge=charge, collected=collected,
                   released=reservation - collected)
-            held = db.execute(
-                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
-                (run_id, worker),
-            ).fetchone()
-            if held is not None:
+            if held(db, run_id, worker):
                 self._apply(db, run_id, worker, session, call_id, body, at)
         return None
 
@@ -338,6 +423,48 @@ def _may_finish(db: Any, run_id: str, worker: str, call_id: str) -> bool:
     taken = db.execute("SELECT 1 FROM runs WHERE id = ? AND state != 'ended' AND "
                        "worker IS NOT ?", (run_id, worker)).fetchone()
     return taken is None
+
+
+def _after_refusal(
+    db: Any, run_id: str, worker: str, call_id: str, outcome: Outcome, at: float
+) -> None:
+    """A main call refused (never processed, its reservation released): schedule its retry,
+    or end the run. A second context_length_exceeded is context_uncompactable; a refusal not
+    worth retrying, or the last retry refused, is `model_timeout`: the model gave no usable
+    answer in time (RUN-11, RUN-16)."""
+    if _overflow(outcome):
+        RunStore.end(db, run_id, "context_uncompactable", at, worker=worker)
+        return
+    attempt = _attempt(db, run_id, call_id)
+    retryable = outcome.status in RETRYABLE
+    if retryable and attempt < MAX_RETRIES:
+        delay = (min(outcome.retry_after, RETRY_AFTER_CAP_S) if outcome.retry_after is not None
+                 else float(2 ** attempt))
+        event(db, run_id, "model_call.retry_scheduled", at, call_id=call_id,
+              attempt=attempt + 1, status=outcome.status, retry_after=outcome.retry_after,
+              delay=delay, due_at=at + delay)
+        return
+    event(db, run_id, "model_call.given_up", at, call_id=call_id, status=outcome.status,
+          detail=outcome.detail or error_text(outcome.body or {}), calls=attempt + 1,
+          why="retries exhausted" if retryable else "not retryable")
+    RunStore.end(db, run_id, "model_timeout", at, worker=worker)
+
+
+def _attempt(db: Any, run_id: str, call_id: str) -> int:
+    """Which retry the call was (0: the step's first call), from its model_call.started."""
+    for (data,) in db.execute(
+        "SELECT data FROM run_events WHERE run_id = ? AND type = 'model_call.started' "
+        "ORDER BY n DESC", (run_id,),
+    ):
+        found = json.loads(data)
+        if found.get("call_id") == call_id:
+            retry = found.get("retry")
+            return int(retry["attempt"]) if isinstance(retry, dict) else 0
+    return 0
+
+
+def _ratio(value: int, budget: int) -> str | None:
+    return compaction.fraction_text(Fraction(value, budget)) if budget > 0 else None
 
 
 def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:

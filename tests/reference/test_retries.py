@@ -1,0 +1,353 @@
+"""Refused model calls (docs/runs.md, "Model calls"): a retryable refusal (429, 5xx) is sent
+again as a new model call after a backoff on the injected clock, at most 3 times a step; any
+other refusal, or the last retry refused, ends the run `model_timeout` with nothing charged.
+In-process on one virtual clock, with the simulated provider."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from arck.reference.app import create_app
+from arck.reference.engine import Engine
+from arck.simulator.clock import VirtualClock
+from arck.simulator.provider import (
+    RateLimited,
+    ServerError,
+    SimulatedProvider,
+    SlowAnswer,
+    Step,
+    script_tag,
+)
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
+CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
+           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
+           "prices": PRICES}
+RESERVATION = math.ceil((100_000 * 2_000_000 + 4_000 * 8_000_000) / 1_000_000)
+FUNDS = 10 * RESERVATION
+LEASE = 15.0
+
+
+class World:
+    """One store, one provider, one clock; apps come and go on it like processes."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+        self.provider = SimulatedProvider(clock=self.clock)
+        self.engine = Engine()
+        self.apps: list[Any] = []
+
+    def client(self, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+        app = create_app(self.engine, clock=self.clock, lease_seconds=LEASE,
+                         provider_transport=transport or self.provider.async_transport())
+        self.apps.append(app)
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://reference.test", headers=FULL)
+
+    async def crash(self) -> None:
+        """The last app's workers die (SIGKILL, in-process): nothing is finished."""
+        await self.apps[-1].state.runtime.workers.stop()
+
+    async def close(self) -> None:
+        for app in self.apps:
+            await app.state.runtime.aclose()
+
+
+class Swallow(httpx.AsyncBaseTransport):
+    """Model requests never leave (lost before reaching the provider); lookups go through."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/chat/completions"):
+            await asyncio.Event().wait()
+        return await self.inner.handle_async_request(request)
+
+
+def scenario(test: Callable[[World], Awaitable[None]]) -> None:
+    async def main() -> None:
+        world = World()
+        try:
+            await test(world)
+        finally:
+            await world.close()
+
+    asyncio.run(main())
+
+
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def agent(client: httpx.AsyncClient, script: str) -> str:
+    channel = await post(client, "/v1/channels", CHANNEL)
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": []})
+    version = await post(client, "/v1/agents/agent-1/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"You help. {script_tag(script)}"})
+    return str(version["agent_version"])
+
+
+async def wallet(client: httpx.AsyncClient, funds: int = FUNDS) -> str:
+    answer = await post(client, "/v1/wallets", {"name": "w"})
+    await post(client, f"/v1/wallets/{answer['wallet_id']}/deposits", {"amount": funds}, 200)
+    return str(answer["wallet_id"])
+
+
+async def start(client: httpx.AsyncClient, script: str, wallet_id: str | None = None) -> Any:
+    """A new session on its own agent version, and a run in it."""
+    wallet_id = wallet_id or await wallet(client)
+    s = await post(client, "/v1/sessions", {"agent_version": await agent(client, script),
+                                            "wallet_id": wallet_id})
+    r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+    return s, r
+
+
+async def until(client: httpx.AsyncClient, clock: VirtualClock, run_id: str,
+                done: Callable[[dict[str, Any]], bool], limit: float = 600) -> dict[str, Any]:
+    begin = clock.now()
+    while clock.now() - begin < limit:
+        snapshot: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
+        if done(snapshot):
+            return snapshot
+        await clock.sleep(0.25)
+    raise AssertionError(f"run {run_id}: {snapshot}")
+
+
+async def ended(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
+    return await until(client, clock, run_id, lambda s: s["state"] == "ended")
+
+
+async def events(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
+    answer: list[dict[str, Any]] = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
+    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
+    return answer
+
+
+def of(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in items if e["type"] == kind]
+
+
+def cost(usage: dict[str, Any]) -> int:
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    return math.ceil(((usage["prompt_tokens"] - cached) * PRICES["input"]
+                      + cached * PRICES["cached_input"]
+                      + usage["completion_tokens"] * PRICES["output"]) / 1_000_000)
+
+
+async def money(client: httpx.AsyncClient, wallet_id: str) -> tuple[int, int, int]:
+    w = (await client.get(f"/v1/wallets/{wallet_id}")).json()
+    return w["balance"], w["reserved"], w["charged"]
+
+
+def test_a_503_is_retried_as_a_new_call_after_one_second() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(faults=[ServerError(status=503)]),
+                                        Step(text="Done.")])
+        client = world.client()
+        s, r = await start(client, "s")
+        assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "completed"
+        items = await events(client, r["run_id"])
+        started = of(items, "model_call.started")
+        finished = of(items, "model_call.finished")
+        assert len(started) == len(finished) == 2
+        first, second = (e["call_id"] for e in started)
+        assert first != second
+        assert started[1]["retry"] == {"attempt": 1, "of": first}
+        assert "retry" not in started[0]
+        assert [e["reservation"] for e in started] == [RESERVATION, RESERVATION]
+        assert started[1]["compaction"]["decision"] == "none"
+        assert (finished[0]["outcome"], finished[0]["status"], finished[0]["charge"],
+                finished[0]["released"]) == ("refused", 503, 0, RESERVATION)
+        assert finished[1]["outcome"] == "answered"
+        assert finished[1]["charge"] == cost(finished[1]["usage"])
+        [scheduled] = of(items, "model_call.retry_scheduled")
+        assert (scheduled["call_id"], scheduled["attempt"], scheduled["status"],
+                scheduled["delay"], scheduled["retry_after"]) == (first, 1, 503, 1.0, None)
+        sent = world.provider.recorded()
+        assert len(sent) == 2
+        assert sent[0].body == sent[1].body  # the same request, byte for byte
+        keys = [dict(x.headers)["idempotency-key"] for x in sent]
+        assert keys == [first, second]
+        [a], [b] = world.provider.lookup_key(first), world.provider.lookup_key(second)
+        assert b.received_at - a.received_at == 1.0
+        assert (a.billed, b.billed) == (False, True)
+        assert await money(client, s["wallet_id"]) == (
+            FUNDS - finished[1]["charge"], 0, finished[1]["charge"])
+        history = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()
+        assert history["items"] == [{"type": "user", "text": "Hello"},
+                                    {"type": "assistant", "text": "Done."}]
+
+    scenario(test)
+
+
+def test_a_429_retry_waits_exactly_its_retry_after() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(faults=[RateLimited(retry_after=7)]),
+                                        Step(text="Done.")])
+        client = world.client()
+        _, r = await start(client, "s")
+        assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "completed"
+        items = await events(client, r["run_id"])
+        [scheduled] = of(items, "model_call.retry_scheduled")
+        assert (scheduled["status"], scheduled["retry_after"], scheduled["delay"]) == (429, 7, 7)
+        first, second = world.provider.records()
+        assert second.received_at - first.received_at == 7.0
+        assert scheduled["due_at"] == second.received_at
+
+    scenario(test)
+
+
+def test_a_long_retry_after_is_capped_at_sixty_seconds() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(faults=[RateLimited(retry_after=600)]),
+                                        Step(text="Done.")])
+        client = world.client()
+        _, r = await start(client, "s")
+        assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "completed"
+        first, second = world.provider.records()
+        assert second.received_at - first.received_at == 60.0
+
+    scenario(test)
+
+
+def test_four_refusals_end_the_run_model_timeout_with_nothing_charged() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [
+            Step(faults=[ServerError(status=503)]), Step(faults=[ServerError(status=500)]),
+            Step(faults=[ServerError(status=502)]), Step(faults=[RateLimited()]),
+            Step(text="Never asked for."),
+        ])
+        client = world.client()
+        s, r = await start(client, "s")
+        assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "model_timeout"
+        records = world.provider.records()
+        assert [x.status_code for x in records] == [503, 500, 502, 429]
+        gaps = [b.received_at - a.received_at for a, b in itertools.pairwise(records)]
+        assert gaps == [1, 2, 4]
+        items = await events(client, r["run_id"])
+        assert [e["delay"] for e in of(items, "model_call.retry_scheduled")] == [1, 2, 4]
+        assert [e["charge"] for e in of(items, "model_call.finished")] == [0, 0, 0, 0]
+        [gave_up] = of(items, "model_call.given_up")
+        assert (gave_up["status"], gave_up["calls"], gave_up["why"]) == (
+            429, 4, "retries exhausted")
+        assert gave_up["detail"].startswith("rate_limit_exceeded: ")
+        assert items[-1]["type"] == "run.ended"
+        assert await money(client, s["wallet_id"]) == (FUNDS, 0, 0)
+
+    scenario(test)
+
+
+def test_a_400_that_is_not_context_length_ends_the_run_at_once() -> None:
+    async def test(world: World) -> None:
+        bad = httpx.Response(400, json={"error": {
+            "message": "Invalid value for 'temperature'.", "type": "invalid_request_error",
+            "param": "temperature", "code": "invalid_value"}})
+        world.provider.add_script("s", [Step(side_effect=bad), Step(text="Never asked for.")])
+        client = world.client()
+        s, r = await start(client, "s")
+        begin = world.clock.now()
+        assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "model_timeout"
+        assert world.clock.now() - begin < 1
+        assert len(world.provider.recorded()) == 1
+        items = await events(client, r["run_id"])
+        assert of(items, "model_call.retry_scheduled") == []
+        [gave_up] = of(items, "model_call.given_up")
+        assert (gave_up["status"], gave_up["calls"], gave_up["why"]) == (
+            400, 1, "not retryable")
+        assert gave_up["detail"] == "invalid_value: Invalid value for 'temperature'."
+        assert await money(client, s["wallet_id"]) == (FUNDS, 0, 0)
+
+    scenario(test)
+
+
+def test_a_retry_without_funds_ends_insufficient_balance() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("a", [Step(faults=[RateLimited(retry_after=5)]),
+                                        Step(text="Never asked for.")])
+        world.provider.add_script("b", [Step(text="Slow.", faults=[SlowAnswer(seconds=20)])])
+        client = world.client()
+        shared = await wallet(client, RESERVATION)
+        _, a = await start(client, "a", shared)
+        await until(client, world.clock, a["run_id"], lambda _: True, 1)
+        for _ in range(100):
+            if of(await events(client, a["run_id"]), "model_call.retry_scheduled"):
+                break
+            await world.clock.sleep(0.01)
+        _, b = await start(client, "b", shared)  # takes the funds while a waits
+        done = await ended(client, world.clock, a["run_id"])
+        assert done["end_reason"] == "insufficient_balance"
+        items = await events(client, a["run_id"])
+        [refused] = of(items, "reservation.refused")
+        assert refused == {"reservation": RESERVATION, "available": 0}
+        assert len(of(items, "model_call.started")) == 1
+        assert (await ended(client, world.clock, b["run_id"]))["end_reason"] == "completed"
+        assert len(world.provider.records()) == 2  # a once, b once
+
+    scenario(test)
+
+
+def test_a_worker_lost_during_the_backoff_keeps_the_retry_count() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(faults=[RateLimited(retry_after=40)])] * 4
+                                  + [Step(text="Never asked for.")])
+        first = world.client()
+        s, r = await start(first, "s")
+        for _ in range(400):  # the second refusal, its retry 40 s away
+            if len(of(await events(first, r["run_id"]), "model_call.retry_scheduled")) == 2:
+                break
+            await world.clock.sleep(0.5)
+        await world.crash()
+        second = world.client()
+        done = await ended(second, world.clock, r["run_id"])
+        assert done["end_reason"] == "model_timeout"
+        items = await events(second, r["run_id"])
+        assert len(of(items, "run.recovered")) == 1
+        started = of(items, "model_call.started")
+        assert [e.get("retry", {}).get("attempt") for e in started] == [None, 1, 2, 3]
+        records = world.provider.records()
+        assert len(records) == 4  # never a fifth: the count survived the worker
+        gaps = [b.received_at - a.received_at for a, b in itertools.pairwise(records)]
+        assert gaps == [40, 40, 40]  # the backoff survived too
+        [gave_up] = of(items, "model_call.given_up")
+        assert (gave_up["calls"], gave_up["why"]) == (4, "retries exhausted")
+        assert await money(second, s["wallet_id"]) == (FUNDS, 0, 0)
+
+    scenario(test)
+
+
+def test_a_takeover_whose_checked_call_is_refused_goes_on_to_retry() -> None:
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [Step(faults=[ServerError(status=502)]),
+                                        Step(text="Done.")])
+        first = world.client(Swallow(world.provider.async_transport()))
+        _, r = await start(first, "s")
+        for _ in range(100):
+            if of(await events(first, r["run_id"]), "model_call.started"):
+                break
+            await world.clock.sleep(0.01)
+        await world.crash()
+        second = world.client()
+        done = await ended(second, world.clock, r["run_id"])
+        assert done["end_reason"] == "completed"
+        items = await events(second, r["run_id"])
+        [reconciled] = of(items, "model_call.reconciled")
+        assert (reconciled["verdict"], reconciled["resent"]) == ("not_processed", True)
+        started = of(items, "model_call.started")
+        assert started[1]["retry"] == {"attempt": 1, "of": started[0]["call_id"]}
+        refused, answered = world.provider.records()
+        assert (refused.status_code, answered.status_code) == (502, 200)
+        assert answered.received_at - refused.received_at == 1.0  # at once, no second lapse
+        assert len(of(items, "run.recovered")) == 1
+
+    scenario(test)
