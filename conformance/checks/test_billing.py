@@ -65,7 +65,7 @@ def test_reservation_held_while_the_call_is_in_flight(ctx: CheckContext) -> None
     expect(after.get("reserved") == 0 and isinstance(charged, int) and low <= charged <= high,
            "BIL-01", f"nothing left reserved and {low}..{high} micro-units charged "
            "(reported usage × price)", str(after))
-    expect(after.get("balance") == FUNDS - charged, "BIL-04",
+    expect(after.get("balance") == FUNDS - (charged or 0), "BIL-04",
            f"balance = deposits − charged = {FUNDS} − {charged}", str(after))
 
 

@@ -3,6 +3,7 @@ simulated provider received; with the budget rules that wait for runs (BUD-15..1
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from typing import Any
@@ -15,6 +16,7 @@ from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure
 from arck.conformance.runworld import TOOL, RunWorld, messages, world
 from arck.simulator.provider import (
+    Fault,
     LostResponse,
     RateLimited,
     ServerError,
@@ -28,7 +30,7 @@ FUNDS = 10**12
 END_REASONS = ("completed", "input_required", "approval_required", "cancelled",
                "insufficient_balance", "model_timeout", "tool_timeout", "permission_changed",
                "cost_pending_reconciliation", "context_uncompactable")
-WORDS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
                 max_size=40)
 
 
@@ -60,7 +62,14 @@ def test_admission_refuses_a_run_without_funds(ctx: CheckContext) -> None:
     wallet = w.wallet(1)
     session = w.session(agent, wallet)
     run = w.start(session, "Hello")
+    if ctx.profile == "reference":
+        expect(run.get("state") == "ended", "RUN-01",
+               "the run refused at admission, in the answer that creates it (never queued)",
+               str(run))
     snapshot, _ = w.settle(run["run_id"])
+    kinds = [e.get("type") for e in w.events(run["run_id"])]
+    expect("run.queued" not in kinds, "RUN-01", "no run.queued event for a run refused "
+           "at admission", str(kinds))
     expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") ==
            "insufficient_balance", ("RUN-01", "BIL-02"),
            "the run ended with insufficient_balance at admission", str(snapshot))
@@ -103,7 +112,7 @@ def test_requests_only_append(ctx: CheckContext, case: Any) -> None:
         expect(kept == [_canonical(m) for m in before] and len(after) > len(before),
                ("RUN-08", "RUN-09"),
                f"request {n} = request {n - 1}'s {len(before)} messages, unchanged, plus new ones",
-               lambda b=before, a=after: _first_change(b, a))
+               functools.partial(_first_change, before, after))
 
 
 def _first_change(before: list[Any], after: list[Any]) -> str:
@@ -118,7 +127,7 @@ def _first_change(before: list[Any], after: list[Any]) -> str:
 
 RESULTS = st.tuples(
     st.sampled_from([1024, 2048, 4096]),
-    st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300),
+    st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=300),
              min_size=1, max_size=60),
 )
 
@@ -202,10 +211,10 @@ def _contains_equal(item: Any, result: Any) -> bool:
     return False
 
 
-FAULTS = {
-    "lost_response": lambda: LostResponse(),
-    "usage_missing": lambda: UsageMissing(),
-    "slow": lambda: SlowAnswer(seconds=120),
+FAULTS: dict[str, Fault] = {
+    "lost_response": LostResponse(),
+    "usage_missing": UsageMissing(),
+    "slow": SlowAnswer(seconds=120),
 }
 
 
@@ -216,7 +225,7 @@ def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
     30 s timeout) is never sent again, and its cost is never charged twice."""
     kind, at = case
     w = world(ctx)
-    steps = [Step(text=f"turn {i}", faults=[FAULTS[kind]()] if i == at else [])
+    steps = [Step(text=f"turn {i}", faults=[FAULTS[kind]] if i == at else [])
              for i in range(3)]
     agent = w.agent(steps)
     wallet = w.wallet(FUNDS)

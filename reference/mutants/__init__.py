@@ -639,6 +639,109 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("BUD-23",),
         "decisions_budget:only_previewed_receipt_checked",
     ),
+    # runs, billing and context
+    (
+        "resend-after-lost",
+        "a model request whose answer was lost or late is sent again",
+        ('RUN-12',),
+        "runs:resend_after_lost",
+    ),
+    (
+        "fixed-output-4096",
+        "every request asks for 4,096 output tokens, not the channel's verified capacity",
+        ('RUN-05',),
+        "runs:fixed_output",
+    ),
+    (
+        "stamped-system-prompt",
+        "the system prompt of each request carries the turn number, rewriting the prefix",
+        ('RUN-08', 'DEF-05'),
+        "runs:stamped_prompt",
+    ),
+    (
+        "session-follows-newer-version",
+        "a session sends the system prompt of its agent's newest version",
+        ('DEF-04', 'DEF-05'),
+        "runs:newest_version",
+    ),
+    (
+        "projection-cut-again",
+        "stored tool results are cut again on every later request",
+        ('BUD-15', 'RUN-08'),
+        "runs:recut_results",
+    ),
+    (
+        "reservation-never-released",
+        "the unused part of a reservation stays reserved after settlement",
+        ('BIL-01', 'BIL-04'),
+        "runs:kept_reservation",
+    ),
+    (
+        "cache-billed-as-input",
+        "cached prompt tokens billed at the full input price",
+        ('BIL-04',),
+        "runs:cache_at_input_price",
+    ),
+    (
+        "calibrated-value-as-sample",
+        "the calibrated estimate is stored as a sample's real count",
+        ('CTX-09',),
+        "runs:calibrated_sample",
+    ),
+    (
+        "samples-across-channels",
+        "one calibration sample set for every channel and model",
+        ('CTX-10',),
+        "runs:shared_samples",
+    ),
+    (
+        "summary-usage-calibrates",
+        "summary calls' usage enters main-model calibration",
+        ('CTX-11',),
+        "runs:summary_samples",
+    ),
+    (
+        "cancel-cancels-tool-calls",
+        "cancelling a run cancels its accepted tool calls",
+        ('RUN-13',),
+        "runs:cancels_tools",
+    ),
+    (
+        "admission-ignores-funds",
+        "runs are queued whatever the wallet holds; the worker refuses them later",
+        ('RUN-01',),
+        "runs:free_admission",
+    ),
+    (
+        "reservation-from-estimate",
+        "each call reserves for a 1,000-token prompt estimate, not the channel's capacity",
+        ('BIL-01',),
+        "runs:estimate_reservation",
+    ),
+    (
+        "no-safety-margin",
+        "the effective budget leaves out the 2,000-token safety margin",
+        ('CTX-01',),
+        "runs:no_margin",
+    ),
+    (
+        "summaries-unspaced",
+        "summaries are made on consecutive calls, with no spacing of 4 main calls",
+        ('CTX-05',),
+        "runs:unspaced_summaries",
+    ),
+    (
+        "spacing-kept-at-92",
+        "the spacing of summaries is kept even at 92% of the budget",
+        ('CTX-05',),
+        "runs:no_bypass",
+    ),
+    (
+        "compaction-on-characters",
+        "compaction triggered by 12,000 characters of history, not the token estimate",
+        ('CTX-03',),
+        "runs:character_threshold",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -97,7 +97,14 @@ def held(db: sqlite3.Connection, run_id: str, worker: str) -> bool:
 
 
 class Compactor:
-    """Compaction for one worker pool; the summary call uses the pool's reserve/settle path."""
+    """Compaction for one worker pool; the summary call uses the pool's reserve/settle path.
+
+    The thresholds are class attributes so a variant (a mutant) can change one alone.
+    """
+
+    threshold = estimate.COMPACTION_THRESHOLD  # CTX-04: 70% of the effective budget
+    spacing = compaction.SUMMARY_SPACING  # CTX-05
+    bypass = compaction.BYPASS_THRESHOLD  # CTX-05: 92%
 
     def __init__(self, workers: Workers, reserved: frozenset[str]) -> None:
         self.workers = workers
@@ -124,7 +131,7 @@ class Compactor:
 
         before = estimate.estimate(raw_of(session), samples, session.last).calibrated
         record = {"estimate_before": before, "ratio_before": _ratio(before, budget)}
-        threshold = estimate.COMPACTION_THRESHOLD * budget
+        threshold = self.threshold * budget
         if not repair and budget > 0 and before < threshold:
             return Ready(session, {"decision": "none", "reason": "below 70%", **record})
         messages: list[Message] = [json.loads(t) for t in
@@ -151,9 +158,9 @@ class Compactor:
         if repair or current >= threshold:
             spacing = session.calls_since_summary
             span = compaction.stretch(messages, self.reserved)
-            spaced = spacing is not None and spacing < compaction.SUMMARY_SPACING
-            if spaced and not repair and current < compaction.BYPASS_THRESHOLD * budget:
-                reasons.append(f"summary spacing: {spacing} of {compaction.SUMMARY_SPACING} "
+            spaced = spacing is not None and spacing < self.spacing
+            if spaced and not repair and current < self.bypass * budget:
+                reasons.append(f"summary spacing: {spacing} of {self.spacing} "
                                "main calls since the last summary")
             elif span is None:
                 reasons.append("no stretch to summarize")

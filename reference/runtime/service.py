@@ -23,6 +23,7 @@ from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.runtime.wire import (
     CancelRequest,
+    Channel,
     Deposit,
     Receipt,
     ReceiptAnswer,
@@ -134,8 +135,7 @@ class Runtime:
         session = self.get_session(principal, session_id)
         request = _validate(RunCreate, data)
         channel = self.engine.get_channel(principal, session.channel_id)
-        prices = billing.Prices(**channel.prices.model_dump())
-        first = billing.reservation(prices, channel.input_capacity, channel.output_capacity)
+        first = self.admission_reservation(channel)
         at = self.clock.now()
         with self.store.transaction() as db:
             if self.runs.active_run(db, session_id):
@@ -163,6 +163,11 @@ class Runtime:
             event(db, run_id, "run.queued", at)
         self.workers.notify()
         return Run(run_id=run_id, session_id=session_id, state="queued", end_reason=None)
+
+    def admission_reservation(self, channel: Channel) -> int:
+        """What the first call will reserve (BIL-01): admission needs that much available."""
+        prices = billing.Prices(**channel.prices.model_dump())
+        return billing.reservation(prices, channel.input_capacity, channel.output_capacity)
 
     def _run(self, principal: Principal, run_id: str) -> tuple[str, str, str | None]:
         found = self.runs.run(principal.tenant, run_id)

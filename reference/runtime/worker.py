@@ -65,6 +65,7 @@ class Retry:
 
 class Workers:
     lease_seconds: float = LEASE_SECONDS  # RUN-02: a claim's lease, renewed every third of it
+    compactor_class: type[Compactor] = Compactor
     reconciler: Reconciler | None = None
     instance: str = ""
 
@@ -78,7 +79,7 @@ class Workers:
         self.count = count
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
-        self.compactor = Compactor(self, frozenset(_RESERVED))
+        self.compactor = self.compactor_class(self, frozenset(_RESERVED))
 
     def start(self) -> None:
         """Start the tasks in the running loop, once (the app's startup or first runtime
@@ -172,8 +173,8 @@ class Workers:
         assert channel is not None
         assert version is not None
         assert version.max_context_tokens is not None
-        main = Target.of(channel)
-        budget = estimate.effective_budget(
+        main = self.target_of(channel)
+        budget = self.budget_of(
             version.max_context_tokens, channel.input_capacity, channel.total_capacity,
             channel.output_capacity,
         )
@@ -256,6 +257,10 @@ class Workers:
                 if not held(db, run_id, worker):
                     return False
         return True
+
+    # Seams: where a call goes and what it reserves (BIL-01), and its budget (CTX-01).
+    target_of = staticmethod(Target.of)
+    budget_of = staticmethod(estimate.effective_budget)
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,

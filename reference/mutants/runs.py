@@ -1,0 +1,329 @@
+"""Mutants of runs, billing and context (RUN, BIL, CTX, BUD-15, DEF-05): one defect each.
+
+Each replaces the runtime's `Workers` or `Runtime` seam with a subclass that does one thing
+wrong the way a real engine might: a resend, a rewritten prefix, a sample that is not a real
+count, a reservation that is never given back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from fractions import Fraction
+from typing import Any
+
+from fastapi import FastAPI
+
+from arck.reference.auth import Principal
+from arck.reference.mutants.base import serve
+from arck.reference.runtime.compactor import Compactor, Target
+from arck.reference.runtime.modelcall import ModelClient, Outcome
+from arck.reference.runtime.runstore import RunStore, SessionRow
+from arck.reference.runtime.service import Runtime
+from arck.reference.runtime.wire import Channel, Run
+from arck.reference.runtime.worker import Workers
+
+
+class _ResendingClient:
+    """Sends a request again when its answer was lost or late (RUN-12 forbids it)."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
+        outcome = await self.inner.complete(body, idempotency_key, timeout_ms)
+        if outcome.kind in ("lost", "timeout"):
+            outcome = await self.inner.complete(body, idempotency_key + "-again", timeout_ms)
+        return outcome
+
+
+class ResendAfterLostWorkers(Workers):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = _ResendingClient(self.model)  # type: ignore[assignment]
+
+
+class _Rebody(Workers):
+    """A worker that changes the request body it sends (`rebody`)."""
+
+    def _body(self, session: SessionRow, model: str, max_tokens: int) -> bytes:
+        body = json.loads(super()._body(session, model, max_tokens))
+        return json.dumps(self.rebody(session, body), ensure_ascii=False).encode()
+
+    def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+
+class FixedOutputWorkers(_Rebody):
+    """Asks for a fixed 4,096 output tokens, whatever the channel verified (RUN-05)."""
+
+    def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "max_completion_tokens": 4096}
+
+
+class StampedPromptWorkers(_Rebody):
+    """Writes the number of messages into the system prompt of every request, so each
+    request rewrites its first message (RUN-08: the prefix changes without compaction)."""
+
+    def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        first = dict(messages[0])
+        first["content"] = f"{first.get('content')} (turn {len(messages)})"
+        return {**body, "messages": [first, *messages[1:]]}
+
+
+class NewestVersionWorkers(_Rebody):
+    """Sends the system prompt of the agent's newest version, not the session's (DEF-04/05)."""
+
+    def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
+        rows = self.store.read(
+            "SELECT system_prompt FROM agent_versions WHERE tenant = ? AND agent_id = ? "
+            "ORDER BY seq DESC LIMIT 1", (session.tenant, session.agent_id))
+        messages = body["messages"]
+        if rows and messages and messages[0].get("role") == "system":
+            messages = [{**messages[0], "content": rows[0][0]}, *messages[1:]]
+        return {**body, "messages": messages}
+
+
+class RecutWorkers(_Rebody):
+    """Cuts every stored tool result again, to half its length, on each later request
+    (BUD-15: a projection is made once and reused as stored)."""
+
+    def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        last_tool = max((i for i, m in enumerate(messages) if m.get("role") == "tool"),
+                        default=-1)
+        recut = [
+            {**m, "content": json.dumps({"recut": str(m.get("content"))[:64]})}
+            if m.get("role") == "tool" and i < last_tool else m
+            for i, m in enumerate(messages)
+        ]
+        return {**body, "messages": recut}
+
+
+class _AfterSettle(Workers):
+    """A worker that adjusts the store after each settled call (`adjust`)."""
+
+    def _finish(self, *args: Any, **kwargs: Any) -> str | None:
+        result = super()._finish(*args, **kwargs)
+        session: SessionRow = args[2]
+        call_id: str = args[3]
+        with self.store.transaction() as db:
+            self.adjust(db, session, call_id)
+        return result
+
+    def adjust(self, db: Any, session: SessionRow, call_id: str) -> None:
+        return None
+
+
+class KeptReservationWorkers(_AfterSettle):
+    """Never gives back the part of a reservation the call did not use (BIL-01, BIL-04)."""
+
+    def adjust(self, db: Any, session: SessionRow, call_id: str) -> None:
+        row = db.execute("SELECT reservation, charge, state FROM model_calls WHERE id = ?",
+                         (call_id,)).fetchone()
+        if row is None or row[2] != "settled":
+            return
+        kept = row[0] - (row[1] or 0)
+        db.execute("UPDATE wallets SET reserved = MIN(balance, reserved + ?) WHERE id = ?",
+                   (kept, session.wallet_id))
+
+
+class CacheAtInputPriceWorkers(_AfterSettle):
+    """Bills cached prompt tokens at the full input price (BIL-04: usage × each price)."""
+
+    def adjust(self, db: Any, session: SessionRow, call_id: str) -> None:
+        row = db.execute("SELECT usage FROM model_calls WHERE id = ? AND state = 'settled'",
+                         (call_id,)).fetchone()
+        if row is None or row[0] is None:
+            return
+        usage = json.loads(row[0])
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        channel = self.store.channel(session.tenant, session.channel_id)
+        if channel is None or not cached:
+            return
+        extra = -(-cached * (channel.prices.input - channel.prices.cached_input) // 1_000_000)
+        db.execute("UPDATE wallets SET balance = balance - ?, charged = charged + ? "
+                   "WHERE id = ? AND balance - reserved >= ?",
+                   (extra, extra, session.wallet_id, extra))
+
+
+class CalibratedSampleWorkers(_AfterSettle):
+    """Stores the call's calibrated estimate as the sample's real count (CTX-09)."""
+
+    def adjust(self, db: Any, session: SessionRow, call_id: str) -> None:
+        for (data,) in db.execute("SELECT data FROM run_events WHERE type = "
+                                  "'model_call.started'").fetchall():
+            figures = json.loads(data)
+            if figures.get("call_id") == call_id and "calibrated_estimate" in figures:
+                db.execute("UPDATE calibration_samples SET real = ? WHERE model_call_id = ?",
+                           (int(figures["calibrated_estimate"]), call_id))
+
+
+class _SharedSamples(RunStore):
+    """One sample set for every channel and model of a tenant (CTX-10)."""
+
+    def samples(self, tenant: str, set_key: str, limit: int) -> list[tuple[int, int]]:
+        rows = self.store.read(
+            "SELECT raw, real FROM calibration_samples WHERE tenant = ? ORDER BY seq DESC "
+            "LIMIT ?", (tenant, limit))
+        return [(int(a), int(b)) for a, b in reversed(rows)]
+
+
+class _SummarySamples(RunStore):
+    """Counts summary calls' usage as samples too (CTX-11)."""
+
+    def samples(self, tenant: str, set_key: str, limit: int) -> list[tuple[int, int]]:
+        rows = self.store.read(
+            "SELECT seq, raw, real FROM calibration_samples WHERE tenant = ? AND set_key = ?",
+            (tenant, set_key))
+        summaries = self.store.read(
+            "SELECT model_calls.seq, model_calls.raw, model_calls.usage FROM model_calls "
+            "JOIN runs ON runs.id = model_calls.run_id WHERE runs.tenant = ? AND "
+            "model_calls.purpose = 'summary' AND model_calls.usage IS NOT NULL", (tenant,))
+        found = [(int(s), int(r), int(real)) for s, r, real in rows] + [
+            (int(s), int(r), int(json.loads(u).get("prompt_tokens", 0)))
+            for s, r, u in summaries]
+        return [(raw, real) for _, raw, real in sorted(found)[-limit:]]
+
+
+def _with_runs(store_class: type[RunStore]) -> type[Workers]:
+    class SwappedStoreWorkers(Workers):
+        def __init__(self, store: Any, runs: RunStore, *args: Any, **kwargs: Any) -> None:
+            super().__init__(store, store_class(store), *args, **kwargs)
+
+    return SwappedStoreWorkers
+
+
+class CancelsToolsRuntime(Runtime):
+    """Cancelling a run withdraws its accepted tool calls too (RUN-13)."""
+
+    def cancel_run(self, principal: Principal, run_id: str, data: object) -> Run:
+        answer = super().cancel_run(principal, run_id, data)
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM tool_calls WHERE run_id = ? AND state = 'dispatchable'",
+                       (run_id,))
+        return answer
+
+
+def resend_after_lost() -> FastAPI:
+    return serve(workers_class=ResendAfterLostWorkers)
+
+
+def fixed_output() -> FastAPI:
+    return serve(workers_class=FixedOutputWorkers)
+
+
+def stamped_prompt() -> FastAPI:
+    return serve(workers_class=StampedPromptWorkers)
+
+
+def newest_version() -> FastAPI:
+    return serve(workers_class=NewestVersionWorkers)
+
+
+def recut_results() -> FastAPI:
+    return serve(workers_class=RecutWorkers)
+
+
+def kept_reservation() -> FastAPI:
+    return serve(workers_class=KeptReservationWorkers)
+
+
+def cache_at_input_price() -> FastAPI:
+    return serve(workers_class=CacheAtInputPriceWorkers)
+
+
+def calibrated_sample() -> FastAPI:
+    return serve(workers_class=CalibratedSampleWorkers)
+
+
+def shared_samples() -> FastAPI:
+    return serve(workers_class=_with_runs(_SharedSamples))
+
+
+def summary_samples() -> FastAPI:
+    return serve(workers_class=_with_runs(_SummarySamples))
+
+
+def cancels_tools() -> FastAPI:
+    return serve(runtime_class=CancelsToolsRuntime)
+
+
+class FreeAdmissionRuntime(Runtime):
+    """Admits every run whatever the wallet holds; only the worker finds out (RUN-01)."""
+
+    def admission_reservation(self, channel: Channel) -> int:
+        return 0
+
+
+class EstimateReservationWorkers(Workers):
+    """Reserves for a 1,000-token prompt estimate, not the channel's capacity (BIL-01)."""
+
+    @staticmethod
+    def target_of(channel: Channel) -> Target:
+        found = Target.of(channel)
+        prices = found.prices
+        guess = -(-(1_000 * prices.input + channel.output_capacity * prices.output)
+                  // 1_000_000)
+        return dataclasses.replace(found, reservation=guess)
+
+
+class NoMarginWorkers(Workers):
+    """The effective budget without the 2,000-token safety margin (CTX-01)."""
+
+    @staticmethod
+    def budget_of(window: int, input_capacity: int, total: int, output: int) -> int:
+        return min(window, input_capacity, total - output)
+
+
+class _Unspaced(Compactor):
+    spacing = 0
+
+
+class _NoBypass(Compactor):
+    bypass = Fraction(1_000)
+
+
+class _CharacterThreshold(Compactor):
+    """Compacts when the history holds 12,000 characters, whatever the tokens (CTX-03)."""
+
+    async def prepare(self, run_id: str, worker: str, *args: Any, **kwargs: Any) -> Any:
+        session = self.workers.runs.run_session(run_id)
+        chars = sum(len(t) for t in self.workers.runs.history(session.session_id, "execution"))
+        self.threshold = Fraction(0) if chars >= 12_000 else Fraction(1_000)
+        return await super().prepare(run_id, worker, *args, **kwargs)
+
+
+def _compacting(compactor: type[Compactor]) -> type[Workers]:
+    class CompactorWorkers(Workers):
+        compactor_class = compactor
+
+    return CompactorWorkers
+
+
+def free_admission() -> FastAPI:
+    return serve(runtime_class=FreeAdmissionRuntime)
+
+
+def estimate_reservation() -> FastAPI:
+    return serve(workers_class=EstimateReservationWorkers)
+
+
+def no_margin() -> FastAPI:
+    return serve(workers_class=NoMarginWorkers)
+
+
+def unspaced_summaries() -> FastAPI:
+    return serve(workers_class=_compacting(_Unspaced))
+
+
+def no_bypass() -> FastAPI:
+    return serve(workers_class=_compacting(_NoBypass))
+
+
+def character_threshold() -> FastAPI:
+    return serve(workers_class=_compacting(_CharacterThreshold))
