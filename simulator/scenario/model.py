@@ -23,6 +23,7 @@ __all__ = [
     "Expect",
     "Generated",
     "Prices",
+    "RequestExpectation",
     "RunExpectation",
     "Scenario",
     "Tool",
@@ -252,6 +253,22 @@ class EventExpectation(_Data):
     at_most: dict[str, float] = Field(default_factory=dict)
 
 
+class RequestExpectation(_Data):
+    """About the index-th request the simulated provider received (negative counts from the
+    end), in the provider's own records."""
+
+    index: int
+    at: float | None = Field(
+        default=None, ge=0,
+        description="when it was received, in virtual seconds since setup (exact)",
+    )
+    status: Status | None = Field(
+        default=None, description="the status it was answered with (none when lost)"
+    )
+    outcome: Literal["received", "answered", "lost", "failed"] | None = None
+    billed: bool | None = None
+
+
 class Expect(_Data):
     runs: dict[str, RunExpectation] = Field(default_factory=dict)
     charged_total: Micro | None = Field(
@@ -268,6 +285,11 @@ class Expect(_Data):
         default=None,
         description="each request of the conversation starts with all of the previous "
         "request's messages, byte for byte (RUN-08, BUD-15)",
+    )
+    provider_requests: list[RequestExpectation] = Field(
+        default_factory=list,
+        description="members of single requests the provider received: when, answered how, "
+        "billed or not",
     )
     events: list[EventExpectation] = Field(default_factory=list)
 

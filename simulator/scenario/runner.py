@@ -262,6 +262,10 @@ class _Driver:
                            body_bytes=None if body is None else len(body),
                            response_sha256=digest(record.response))
         seen.requests = len(records)
+        seen.provider_requests = [
+            {**record.to_json(), "received_at": record.received_at - self.now0}
+            for record in records
+        ]
         seen.faults = provider.fault_counts()
         seen.recorded = provider.recorded()
         self.trace.add("faults", fired=seen.faults)

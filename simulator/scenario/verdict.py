@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arck.simulator.provider import RecordedRequest
-from arck.simulator.scenario.model import EventExpectation, Expect
+from arck.simulator.scenario.model import EventExpectation, Expect, RequestExpectation
 
 __all__ = ["MISSING", "Judgement", "Seen", "Verdict", "judge", "member"]
 
@@ -59,6 +59,8 @@ class Seen:
     requests: int
     faults: dict[str, int]
     recorded: Sequence[RecordedRequest]
+    # The provider's records as JSON, `received_at` made virtual seconds since setup.
+    provider_requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 def member(data: Any, path: str) -> Any:
@@ -115,6 +117,18 @@ def _events(verdict: Verdict, expected: EventExpectation, index: int, seen: Seen
         verdict.add(f"{at}.{path}", f"<= {high:g}", got, held=ok)
 
 
+def _request(verdict: Verdict, expected: RequestExpectation, seen: Seen) -> None:
+    records = seen.provider_requests
+    chosen = (records[expected.index] if -len(records) <= expected.index < len(records)
+              else None)
+    where = f"provider_requests[{expected.index}]"
+    for key, name in (("at", "received_at"), ("status", "status_code"),
+                      ("outcome", "outcome"), ("billed", "billed")):
+        value = getattr(expected, key)
+        if value is not None:
+            verdict.add(f"{where}.{key}", value, MISSING if chosen is None else chosen.get(name))
+
+
 def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
     for name, run in expect.runs.items():
         snapshot = seen.runs.get(name)
@@ -141,5 +155,7 @@ def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
         broken = _append_only(seen.recorded)
         verdict.add("append_only", expect.append_only, broken or True,
                     held=(not broken) == expect.append_only)
+    for request in expect.provider_requests:
+        _request(verdict, request, seen)
     for index, event in enumerate(expect.events):
         _events(verdict, event, index, seen)

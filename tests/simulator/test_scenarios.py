@@ -147,18 +147,27 @@ def test_figures_do_not_depend_on_the_seed() -> None:
     assert first.trace.text() != second.trace.text()
 
 
+# (scenario, mutant, an expectation the mutant must break): the trap each scenario is about.
 MUTANT_CATCHES = [
-    ("large-receipt-projected-once-across-turns", "never-project"),
-    ("large-receipt-projected-once-across-turns", "token-budget"),
-    ("large-receipt-projected-once-across-turns", "wasteful-cut"),
-    ("large-receipt-never-refused", "never-project"),
+    ("large-receipt-projected-once-across-turns", "never-project", "receipt.stored"),
+    ("large-receipt-projected-once-across-turns", "token-budget", "receipt.stored"),
+    ("large-receipt-projected-once-across-turns", "wasteful-cut", "receipt.stored"),
+    ("large-receipt-never-refused", "never-project", "receipt.stored"),
+    ("lost-response-resend-would-bill-twice", "resend-after-lost", "requests_seen"),
+    ("slow-answer-past-timeout-keeps-reservation", "resend-after-lost", "requests_seen"),
+    ("cancel-leaves-accepted-tool-batch-dispatchable", "cancel-cancels-tool-calls",
+     "runs.plan.tool_call_states"),
+    ("many-runs-one-wallet-conserve-money", "reservation-never-released", "wallet.reserved"),
+    ("many-runs-one-wallet-conserve-money", "cache-billed-as-input", "charged_total"),
+    ("usage-drift-calibration-follows-reported-usage", "calibrated-value-as-sample",
+     "coefficient_real"),
 ]
 
 
-@pytest.mark.parametrize(("name", "mutant"), MUTANT_CATCHES)
-def test_scenarios_catch_mutants(name: str, mutant: str) -> None:
+@pytest.mark.parametrize(("name", "mutant", "broken"), MUTANT_CATCHES)
+def test_scenarios_catch_mutants(name: str, mutant: str, broken: str) -> None:
     outcome = run(SCENARIOS_DIR / f"{name}.yaml", f"mutant:{mutant}")
-    assert any("receipt.stored" in what for what in failed(outcome))
+    assert any(broken in what for what in failed(outcome)), failed(outcome)
 
 
 def test_a_corrupted_expectation_is_not_held() -> None:
@@ -168,6 +177,16 @@ def test_a_corrupted_expectation_is_not_held() -> None:
     assert failed(outcome) == ["charged_total"]
     [judgement] = [j for j in outcome.verdict.judgements if not j.held]
     assert (judgement.expected, judgement.seen) == (54, 27)
+
+
+def test_provider_requests_are_judged_in_virtual_seconds_since_setup() -> None:
+    """A retry sent on the 1 s backoff instead of the 429's retry-after of 7 s is seen."""
+    path = SCENARIOS_DIR / "rate-limit-waits-retry-after.yaml"
+    text = path.read_text("utf-8").replace("{index: 1, at: 7,", "{index: 1, at: 1,")
+    outcome = run(path, text=text)
+    assert failed(outcome) == ["provider_requests[1].at"]
+    [judgement] = [j for j in outcome.verdict.judgements if not j.held]
+    assert (judgement.expected, judgement.seen) == (1, 7)
 
 
 def test_a_wait_that_cannot_finish_is_a_finding_not_a_loop() -> None:
