@@ -95,6 +95,9 @@ class Display:
         self.console.print(table)
         checks = ", ".join(f"{n} {k}" for k, n in sorted(summary["checks"].items()))
         self.console.print(f"checks: {checks}")
+        if report.faults:
+            fired = ", ".join(f"{kind} {n}" for kind, n in report.faults.items())
+            self.console.print(f"provider faults fired: {fired}")
         if event.report_dir:
             self.console.print(f"reports: {event.report_dir}/report.html, report.json, junit.xml")
         verdict = {0: "[green]conformant[/]", 1: "[bold red]not conformant[/]"}.get(

@@ -30,6 +30,7 @@ from arck.reports.model import CheckResult, Failure, Status
 RESULT_ATTR = "arck_result"  # the attribute of a TestReport that carries a CheckResult
 SEED_KEY = "arck_seed"
 CREATED_KEY = "arck_created"
+FAULTS_KEY = "arck_faults"
 BASELINE_KEY = "arck_baseline"
 MODULES_KEY = "arck_modules"
 JUDGE = "gw0"  # the worker that judges baseline entries, once for the whole run

@@ -95,6 +95,7 @@ class ArckRun:
         self.order: list[str] = []  # node ids in collection order, to sort results by
         self.crashed: dict[str, str] = {}  # node id -> why its worker stopped
         self.worker_created: list[str] = []
+        self.worker_faults: dict[str, int] = {}
         self.worker_judged: list[dict[str, Any]] | None = None
         self.started_total = False
         self.internal_errors = 0  # harness errors (a worker's included): the run is not judged
@@ -220,6 +221,8 @@ class ArckRun:
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
         output: dict[str, Any] = getattr(node, "workeroutput", None) or {}
         self.worker_created += output.get(parallel.CREATED_KEY, [])
+        for kind, count in output.get(parallel.FAULTS_KEY, {}).items():
+            self.worker_faults[kind] = self.worker_faults.get(kind, 0) + int(count)
         if parallel.BASELINE_KEY in output:
             self.worker_judged = output[parallel.BASELINE_KEY]
 
@@ -329,6 +332,7 @@ class ArckRun:
             requirements=rows,
             checks=self.results,
             created=[*self.target.created, *self.worker_created],
+            faults=self._faults(),
             settings={
                 "search_profile": self.search_profile,
                 "max_examples": self.settings.max_examples,
@@ -358,6 +362,7 @@ class ArckRun:
         """Hand the controller what only this whole worker knows."""
         output: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
         output[parallel.CREATED_KEY] = list(self.target.created)
+        output[parallel.FAULTS_KEY] = _fault_counts(self.target)
         broken = exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED)
         if self.baseline is not None and self.worker == parallel.JUDGE and not broken:
             output[parallel.BASELINE_KEY] = self._judge_baseline()
@@ -403,6 +408,13 @@ class ArckRun:
         self.results.sort(key=lambda r: rank.get(r.name, len(rank)))
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _faults(self) -> dict[str, int]:
+        counts = dict(self.worker_faults)
+        for kind, count in _fault_counts(self.target).items():
+            counts[kind] = counts.get(kind, 0) + count
+        # A run that injected nothing (budgets only) has nothing to show.
+        return dict(sorted(counts.items())) if any(counts.values()) else {}
 
     def requirements_of(self, item: pytest.Item) -> set[str]:
         ids: set[str] = set()
@@ -562,3 +574,10 @@ class _watchdog:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _fault_counts(target: Any) -> dict[str, int]:
+    """What the simulated provider behind the target fired, by fault kind (none: {})."""
+    control = getattr(target, "control", None)
+    provider = getattr(control, "provider", None)
+    return {k: int(v) for k, v in provider.fault_counts().items()} if provider else {}

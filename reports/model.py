@@ -87,6 +87,9 @@ class RunReport:
     created: list[str] = field(default_factory=list)  # resources the run created on the target
     settings: dict[str, Any] = field(default_factory=dict)  # profile, max_examples, strict, ...
     baseline: dict[str, Any] | None = None  # the baseline file and what became of each entry
+    # How often each fault kind of the simulated provider fired (checks of runs): a check
+    # that needed a fault which never fired is not testable, never a pass.
+    faults: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Counts by status, for checks and for requirements."""

@@ -172,6 +172,7 @@ def make_report() -> RunReport:
         requirements=rows,
         checks=checks,
         created=["run:r-1"],
+        faults={"lost_response": 2, "slow": 0},
         settings={"profile": "core", "max_examples": 50},
     )
 
