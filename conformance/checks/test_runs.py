@@ -23,6 +23,7 @@ from arck.simulator.provider import (
     SlowAnswer,
     Step,
     ToolCall,
+    UsageDrift,
     UsageMissing,
 )
 
@@ -368,3 +369,29 @@ def test_dry_run_previews_what_a_run_stores(ctx: CheckContext, case: Any) -> Non
            _canonical(_json(stored[0])) == _canonical(preview["result"]), "DRY-03",
            "the run's tool message = the dry-run's context_preview.result, canonically",
            lambda: f"run: {str(stored[:1])[:200]} / dry-run: {_canonical(preview['result'])[:200]}")
+
+
+@check("RUN-04")
+def test_no_quota_stops_a_long_run(ctx: CheckContext) -> None:
+    """A run of 30 tool rounds, each model call reported 40 times larger than it was, goes on
+    to its end: no quota on calls, steps, tool calls or tokens stops it."""
+    case = 30
+    w = world(ctx)
+    steps = [Step(tool_calls=[ToolCall(name=TOOL, arguments={"page": i})],
+                  faults=[UsageDrift(factor=40.0)]) for i in range(case)]
+    agent = w.agent([*steps, Step(text="All pages read.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run = w.start(session, "Read every page")
+    snapshot: dict[str, Any] = {}
+    for _ in range(case + 1):
+        snapshot, _ = w.settle(run["run_id"])
+        if snapshot.get("state") != "waiting_tools":
+            break
+        for call in w.tool_calls(run["run_id"]):
+            if call.get("state") == "dispatchable":
+                body = {"receipt_id": f"arck-{call['call_id']}", "kind": "completed",
+                        "result": {"page": "text " * 50}}
+                w.ok(w.target.submit_receipt(call["call_id"], body), "send a receipt")
+    expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") == "completed",
+           "RUN-04", f"the run completed after {case} tool rounds and {case + 1} model calls",
+           lambda: f"{snapshot} after {len(w.requests(agent))} model request(s)")

@@ -742,6 +742,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ('CTX-03',),
         "runs:character_threshold",
     ),
+    (
+        "step-quota",
+        "a run is cancelled once it has made 16 model calls",
+        ("RUN-04",),
+        "runs:step_quota",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -253,6 +253,18 @@ def cancels_tools() -> FastAPI:
     return serve(runtime_class=CancelsToolsRuntime)
 
 
+class StepQuotaWorkers(Workers):
+    """Cancels a run once it has made 16 model calls: a step quota (RUN-04 allows none)."""
+
+    async def step(self, run_id: str, worker: str) -> None:
+        calls = self.store.read("SELECT COUNT(*) FROM model_calls WHERE run_id = ?", (run_id,))
+        if calls[0][0] >= 16:
+            with self.store.transaction() as db:
+                RunStore.end(db, run_id, "cancelled", self.clock.now(), worker=worker)
+            return
+        await super().step(run_id, worker)
+
+
 class FreeAdmissionRuntime(Runtime):
     """Admits every run whatever the wallet holds; only the worker finds out (RUN-01)."""
 
@@ -303,6 +315,10 @@ def _compacting(compactor: type[Compactor]) -> type[Workers]:
         compactor_class = compactor
 
     return CompactorWorkers
+
+
+def step_quota() -> FastAPI:
+    return serve(workers_class=StepQuotaWorkers)
 
 
 def free_admission() -> FastAPI:
