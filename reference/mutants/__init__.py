@@ -748,6 +748,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-04",),
         "runs:step_quota",
     ),
+    (
+        "summary-unvalidated",
+        "a summary candidate replaces history unchecked, whatever ids it claims",
+        ("CTX-06",),
+        "runs:unvalidated_summaries",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

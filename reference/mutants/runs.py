@@ -310,6 +310,14 @@ class _CharacterThreshold(Compactor):
         return await super().prepare(run_id, worker, *args, **kwargs)
 
 
+class _Unvalidated(Compactor):
+    """Takes every summary the summary model writes, whatever it claims (CTX-06)."""
+
+    @staticmethod
+    def validate(*args: Any) -> str | None:
+        return None
+
+
 def _compacting(compactor: type[Compactor]) -> type[Workers]:
     class CompactorWorkers(Workers):
         compactor_class = compactor
@@ -339,6 +347,10 @@ def unspaced_summaries() -> FastAPI:
 
 def no_bypass() -> FastAPI:
     return serve(workers_class=_compacting(_NoBypass))
+
+
+def unvalidated_summaries() -> FastAPI:
+    return serve(workers_class=_compacting(_Unvalidated))
 
 
 def character_threshold() -> FastAPI:

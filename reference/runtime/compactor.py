@@ -105,6 +105,7 @@ class Compactor:
     threshold = estimate.COMPACTION_THRESHOLD  # CTX-04: 70% of the effective budget
     spacing = compaction.SUMMARY_SPACING  # CTX-05
     bypass = compaction.BYPASS_THRESHOLD  # CTX-05: 92%
+    validate = staticmethod(compaction.refusal)  # CTX-06: why a candidate is refused, or None
 
     def __init__(self, workers: Workers, reserved: frozenset[str]) -> None:
         self.workers = workers
@@ -233,7 +234,7 @@ class Compactor:
         if text is None:
             return (self._refused(run_id, f"the summary call was refused ({outcome.status})")
                     if outcome.kind == "refused" else None)
-        why = compaction.refusal(text, messages, span, facts)
+        why = self.validate(text, messages, span, facts)
         if why is not None:
             return self._refused(run_id, why)
         return compaction.replace(messages, span, compaction.working_memory(text, part, facts))

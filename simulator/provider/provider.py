@@ -41,6 +41,7 @@ __all__ = ["SimulatedProvider"]
 
 _Disconnected = Callable[[], Awaitable[None]]
 _REDACTED = ("authorization", "api-key", "x-api-key")
+MODEL_SCRIPT = "model:"  # conversation name of an untagged request that follows its model's script
 
 
 def _digest(message: Any) -> str:
@@ -90,6 +91,12 @@ class SimulatedProvider:
             raise ScriptError(f"script {name!r} is already registered")
         self._scripts[name] = script
         return script
+
+    def add_model_script(self, model: str, steps: Iterable[Step | Mapping[str, Any]]) -> Script:
+        """Register the script every untagged request for `model` follows (its conversation
+        is `model:<model>`): how a check scripts an engine's own calls, such as summaries,
+        whose prompts carry no tag."""
+        return self.add_script(MODEL_SCRIPT + model, steps)
 
     def async_transport(self) -> httpx.AsyncBaseTransport:
         """In-process transport for httpx.AsyncClient; a lost response raises ResponseLost."""
@@ -144,6 +151,8 @@ class SimulatedProvider:
             self._recording.add(request_id, "(invalid)", None, kept, raw, None)
             return self._error(request_id, error)
         conversation = script_name(request.messages)
+        if conversation is None and MODEL_SCRIPT + request.model in self._scripts:
+            conversation = MODEL_SCRIPT + request.model
         digests = [_digest(message) for message in request.messages]
         chain = conversation if conversation is not None else "untagged:" + digests[0]
         self._recording.add(request_id, chain, conversation, kept, raw, digests)

@@ -11,7 +11,7 @@ import pytest
 from providerkit import BASE, conversation, provider
 
 from arck.simulator.errors import UsageError
-from arck.simulator.provider import ScriptError, Step, script_tag
+from arck.simulator.provider import ScriptError, SimulatedProvider, Step, script_tag
 from arck.simulator.provider.script import make_script, script_name
 
 
@@ -77,3 +77,19 @@ def test_each_conversation_follows_its_own_script_in_call_order() -> None:
     assert asyncio.run(scenario()) == ["a0", "b0", "b1", "a1"]
     assert [(r.conversation, r.step) for r in p.records()] == [("a", 0), ("b", 0), ("b", 1),
                                                                ("a", 1)]
+
+
+def test_untagged_requests_follow_their_models_script() -> None:
+    """A summary request carries no tag: a script registered for its model answers it."""
+    sim = SimulatedProvider()
+    sim.add_model_script("sim-summary", [Step(text="First summary."),
+                                         Step(text="Second summary.")])
+    body = {"model": "sim-summary", "messages": [{"role": "user", "content": "Summarize"}]}
+    with httpx.Client(transport=sim.transport(), base_url="http://p/v1") as client:
+        texts = [client.post("/chat/completions", json=body).json()["choices"][0]["message"]
+                 ["content"] for _ in range(2)]
+        other = client.post("/chat/completions", json={**body, "model": "sim-1"}).json()
+    assert texts == ["First summary.", "Second summary."]
+    assert other["choices"][0]["message"]["content"] not in texts
+    assert [r.conversation for r in sim.records()] == [
+        "model:sim-summary", "model:sim-summary", None]
