@@ -94,11 +94,10 @@ class RecutWorkers(_Rebody):
 
     def rebody(self, session: SessionRow, body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]
-        last_tool = max((i for i, m in enumerate(messages) if m.get("role") == "tool"),
-                        default=-1)
+        # Every tool result is cut again once the request no longer ends with it.
         recut = [
             {**m, "content": json.dumps({"recut": str(m.get("content"))[:64]})}
-            if m.get("role") == "tool" and i < last_tool else m
+            if m.get("role") == "tool" and i < len(messages) - 1 else m
             for i, m in enumerate(messages)
         ]
         return {**body, "messages": recut}
