@@ -197,15 +197,7 @@ def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) 
 
 
 def _answer_tools(w: RunWorld, run_id: str, result: Any) -> None:
-    for _ in range(10):
-        snapshot, _ = w.settle(run_id)
-        if snapshot.get("state") != "waiting_tools":
-            return
-        for call in w.tool_calls(run_id):
-            if call.get("state") == "dispatchable":
-                body = {"receipt_id": f"arck-{call['call_id']}", "kind": "completed",
-                        "result": result}
-                w.ok(w.target.submit_receipt(call["call_id"], body), "send a receipt")
+    w.drive(run_id, lambda n: result, lambda n: f"arck-{run_id}-{n}", rounds=10)
 
 
 def _decision(figures: dict[str, Any]) -> tuple[str, int | None, int | None]:
@@ -398,15 +390,9 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
     for kind, size in turns:
         run = w.start(session, "tell me more " * (size // 13 if kind == "text" else 1))
         run_ids.append(run["run_id"])
-        for _ in range(5):
-            snapshot, _ = w.settle(run["run_id"])
-            if snapshot.get("state") != "waiting_tools":
-                break
-            for call in w.tool_calls(run["run_id"]):
-                if call.get("state") == "dispatchable":
-                    body = {"receipt_id": f"arck-receipt-{next(receipts)}", "kind": "completed",
-                            "result": {"status": "ok", "rows": "r" * size}}
-                    w.ok(w.target.submit_receipt(call["call_id"], body), "send a receipt")
+        result = {"status": "ok", "rows": "r" * size}
+        w.drive(run["run_id"], lambda n, r=result: r,
+                lambda n: f"arck-receipt-{next(receipts)}", rounds=5)
         if w.snapshot(run["run_id"]).get("end_reason") == "context_uncompactable":
             break
     asked = [r for r in w.provider.records() if r.conversation == f"model:{summary.spec.model}"]

@@ -41,18 +41,8 @@ def _canonical(value: Any) -> str:
 
 def _drive(w: RunWorld, run_id: str, result: Any = None) -> dict[str, Any]:
     """Settle a run, answering every tool call it waits for with `result`, to its end."""
-    for _ in range(20):
-        snapshot, _passed = w.settle(run_id)
-        if snapshot.get("state") != "waiting_tools":
-            return snapshot
-        pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
-        if not pending:
-            return snapshot
-        for call in pending:
-            body = {"receipt_id": f"arck-r-{call['call_id']}", "kind": "completed",
-                    "result": {"ok": True} if result is None else result}
-            w.ok(w.target.submit_receipt(call["call_id"], body), "send a completed receipt")
-    return w.snapshot(run_id)
+    value = {"ok": True} if result is None else result
+    return w.drive(run_id, lambda n: value, lambda n: f"arck-r-{run_id}-{n}")
 
 
 @check("RUN-01", "BIL-02")
@@ -382,16 +372,8 @@ def test_no_quota_stops_a_long_run(ctx: CheckContext) -> None:
     agent = w.agent([*steps, Step(text="All pages read.")])
     session = w.session(agent, w.wallet(FUNDS))
     run = w.start(session, "Read every page")
-    snapshot: dict[str, Any] = {}
-    for _ in range(case + 1):
-        snapshot, _ = w.settle(run["run_id"])
-        if snapshot.get("state") != "waiting_tools":
-            break
-        for call in w.tool_calls(run["run_id"]):
-            if call.get("state") == "dispatchable":
-                body = {"receipt_id": f"arck-{call['call_id']}", "kind": "completed",
-                        "result": {"page": "text " * 50}}
-                w.ok(w.target.submit_receipt(call["call_id"], body), "send a receipt")
+    snapshot = w.drive(run["run_id"], lambda n: {"page": "text " * 50},
+                       lambda n: f"arck-page-{n}", rounds=case + 1)
     expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") == "completed",
            "RUN-04", f"the run completed after {case} tool rounds and {case + 1} model calls",
            lambda: f"{snapshot} after {len(w.requests(agent))} model request(s)")
