@@ -8,6 +8,7 @@ arck's arithmetic. A target without RUN-15 events makes these checks not applica
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from fractions import Fraction
@@ -194,6 +195,10 @@ def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) 
     _judge_thresholds_and_spacing(main, _sent_by_call(w, main), ctx.profile == "reference")
     _judge_prefix(w, agent, main)
     _judge_summary_money(w, spec, wallet, summaries, main, ctx.profile == "reference")
+
+
+def _same(value: Any, _n: int) -> Any:
+    return value
 
 
 def _answer_tools(w: RunWorld, run_id: str, result: Any) -> None:
@@ -390,8 +395,8 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
     for kind, size in turns:
         run = w.start(session, "tell me more " * (size // 13 if kind == "text" else 1))
         run_ids.append(run["run_id"])
-        result = {"status": "ok", "rows": "r" * size}
-        w.drive(run["run_id"], lambda n, r=result: r,
+        result: dict[str, Any] = {"status": "ok", "rows": "r" * size}
+        w.drive(run["run_id"], functools.partial(_same, result),
                 lambda n: f"arck-receipt-{next(receipts)}", rounds=5)
         if w.snapshot(run["run_id"]).get("end_reason") == "context_uncompactable":
             break
