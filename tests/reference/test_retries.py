@@ -12,52 +12,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+from runkit import CHANNEL, FUNDS, PRICES, RESERVATION, World
 
-from arck.reference.app import create_app
-from arck.reference.engine import Engine
-from arck.simulator.clock import VirtualClock
+from arck.simulator.clock import VirtualClock, until_idle
 from arck.simulator.provider import (
     RateLimited,
     ServerError,
-    SimulatedProvider,
     SlowAnswer,
     Step,
     script_tag,
 )
-
-FULL = {"Authorization": "Bearer arck-dev-full"}
-PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
-CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
-           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
-           "prices": PRICES}
-RESERVATION = math.ceil((100_000 * 2_000_000 + 4_000 * 8_000_000) / 1_000_000)
-FUNDS = 10 * RESERVATION
-LEASE = 15.0
-
-
-class World:
-    """One store, one provider, one clock; apps come and go on it like processes."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-        self.provider = SimulatedProvider(clock=self.clock)
-        self.engine = Engine()
-        self.apps: list[Any] = []
-
-    def client(self, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-        app = create_app(self.engine, clock=self.clock, lease_seconds=LEASE,
-                         provider_transport=transport or self.provider.async_transport())
-        self.apps.append(app)
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://reference.test", headers=FULL)
-
-    async def crash(self) -> None:
-        """The last app's workers die (SIGKILL, in-process): nothing is finished."""
-        await self.apps[-1].state.runtime.workers.stop()
-
-    async def close(self) -> None:
-        for app in self.apps:
-            await app.state.runtime.aclose()
 
 
 class Swallow(httpx.AsyncBaseTransport):
@@ -272,29 +236,38 @@ def test_a_400_that_is_not_context_length_ends_the_run_at_once() -> None:
 
 
 def test_a_retry_without_funds_ends_insufficient_balance() -> None:
-    async def test(world: World) -> None:
-        world.provider.add_script("a", [Step(faults=[RateLimited(retry_after=5)]),
-                                        Step(text="Never asked for.")])
-        world.provider.add_script("b", [Step(text="Slow.", faults=[SlowAnswer(seconds=20)])])
-        client = world.client()
-        shared = await wallet(client, RESERVATION)
-        _, a = await start(client, "a", shared)
-        await until(client, world.clock, a["run_id"], lambda _: True, 1)
-        for _ in range(100):
-            if of(await events(client, a["run_id"]), "model_call.retry_scheduled"):
-                break
-            await world.clock.sleep(0.01)
-        _, b = await start(client, "b", shared)  # takes the funds while a waits
-        done = await ended(client, world.clock, a["run_id"])
-        assert done["end_reason"] == "insufficient_balance"
-        items = await events(client, a["run_id"])
-        [refused] = of(items, "reservation.refused")
-        assert refused == {"reservation": RESERVATION, "available": 0}
-        assert len(of(items, "model_call.started")) == 1
-        assert (await ended(client, world.clock, b["run_id"]))["end_reason"] == "completed"
-        assert len(world.provider.records()) == 2  # a once, b once
+    """Run b takes the wallet's funds while run a waits out its backoff; time moves only when
+    the test says, so the order cannot depend on when the loop happens to be idle."""
 
-    scenario(test)
+    async def main() -> None:
+        world = World(autojump=False)
+        try:
+            world.provider.add_script("a", [Step(faults=[RateLimited(retry_after=5)]),
+                                            Step(text="Never asked for.")])
+            world.provider.add_script("b", [Step(text="Slow.",
+                                                 faults=[SlowAnswer(seconds=20)])])
+            client = world.client()
+            shared = await wallet(client, RESERVATION)
+            _, a = await start(client, "a", shared)
+            await until_idle()
+            assert of(await events(client, a["run_id"]), "model_call.retry_scheduled")
+            _, b = await start(client, "b", shared)  # takes the funds while a waits
+            await until_idle()
+            await world.clock.advance(5)
+            items = await events(client, a["run_id"])
+            assert (await client.get(f"/v1/runs/{a['run_id']}")).json()["end_reason"] == \
+                "insufficient_balance"
+            [refused] = of(items, "reservation.refused")
+            assert refused == {"reservation": RESERVATION, "available": 0}
+            assert len(of(items, "model_call.started")) == 1
+            await world.clock.advance(20)
+            snapshot = (await client.get(f"/v1/runs/{b['run_id']}")).json()
+            assert snapshot["end_reason"] == "completed"
+            assert len(world.provider.records()) == 2  # a once, b once
+        finally:
+            await world.close()
+
+    asyncio.run(main())
 
 
 def test_a_worker_lost_during_the_backoff_keeps_the_retry_count() -> None:
