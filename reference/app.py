@@ -217,6 +217,7 @@ def create_app(
     body_dep: Any = Depends(json_body)
     deps: dict[str, Any] = {op: Depends(caller(op)) for op in engine.permissions}
     deps["publish_version"] = Depends(caller("publish_version", "agent_id"))
+    deps["revoke_tool"] = Depends(caller("revoke_tool", "agent_id"))
 
     @app.get("/v1/health", response_model=Health, responses=_errors(401), tags=["health"])
     def health(principal: Principal = deps["health"]) -> JSONResponse:

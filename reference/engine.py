@@ -102,6 +102,8 @@ class Engine:
         "get_run": frozenset({RUNTIME_READ}),
         "cancel_run": frozenset({RUNTIME_WRITE}),
         "submit_receipt": frozenset({TOOLS_EXECUTE}),
+        "append_input": frozenset({RUNTIME_WRITE}),
+        "revoke_tool": frozenset({CONFIG_WRITE}),
     }
 
     def __init__(

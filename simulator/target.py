@@ -298,6 +298,15 @@ class HttpTarget:
     def submit_receipt(self, call_id: str, body: Any, role: str = "full") -> Exchange:
         return self._post(f"/v1/tool-calls/{call_id}/receipts", body, role)
 
+    def append_input(self, run_id: str, text: str, role: str = "full") -> Exchange:
+        """User input for an active run (RUN-06); optional: checks without it are n/a."""
+        return self._post(f"/v1/runs/{run_id}/input", {"input": text}, role)
+
+    def revoke(self, agent_id: str, tool_name: str, role: str = "full") -> Exchange:
+        """Revoke the agent's permission to have a tool dispatched (RUN-14); optional."""
+        body = {"tool_name": tool_name}
+        return self._post(f"/v1/agents/{agent_id}/tool-revocations", body, role)
+
     def _post(self, path: str, body: Any, role: str) -> Exchange:
         if isinstance(body, bytes):
             return self.request("POST", path, content=body, role=role)

@@ -754,6 +754,24 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("CTX-06",),
         "runs:unvalidated_summaries",
     ),
+    (
+        "input-revokes-batch",
+        "input appended while an accepted tool batch waits withdraws its calls",
+        ("RUN-06",),
+        "turns:input_revokes_batch",
+    ),
+    (
+        "execution-chat-history",
+        "the chat-history tool returns the execution history's texts, tool results included",
+        ("RUN-10",),
+        "turns:execution_chat_history",
+    ),
+    (
+        "plan-after-revocation",
+        "a tool plan answered after its tool was revoked is still accepted and dispatched",
+        ("RUN-14",),
+        "turns:plan_after_revocation",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -24,6 +24,8 @@ from arck.reference.runtime.wire import (
     Deposit,
     EventList,
     HistoryItems,
+    InputAccepted,
+    InputAppend,
     Receipt,
     ReceiptAnswer,
     Run,
@@ -31,6 +33,8 @@ from arck.reference.runtime.wire import (
     Session,
     SessionCreate,
     ToolCallList,
+    ToolRevocation,
+    ToolRevocationCreate,
     Wallet,
     WalletCreate,
 )
@@ -39,6 +43,7 @@ __all__ = ["REQUEST_MODELS", "ClockAdvance", "install", "install_test_clock"]
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     ChannelCreate, WalletCreate, Deposit, SessionCreate, RunCreate, CancelRequest, Receipt,
+    InputAppend, ToolRevocationCreate,
 )
 
 
@@ -139,6 +144,25 @@ def install(
         run_id: str, principal: Principal = deps["cancel_run"], data: Any = body_dep
     ) -> JSONResponse:
         return ok(runtime.cancel_run(principal, run_id, data))
+
+    @app.post("/v1/runs/{run_id}/input", response_model=InputAccepted, tags=["runs"],
+              responses=errors(400, 401, 403, 404, 409, 413, 422),
+              openapi_extra=body(InputAppend))
+    async def append_input(
+        run_id: str, principal: Principal = deps["append_input"], data: Any = body_dep
+    ) -> JSONResponse:
+        answer = runtime.append_input(principal, run_id, data)
+        runtime.workers.start()
+        return ok(answer)
+
+    @app.post("/v1/agents/{agent_id}/tool-revocations", status_code=201,
+              response_model=ToolRevocation, tags=["runs"],
+              responses=errors(400, 401, 403, 413, 422),
+              openapi_extra=body(ToolRevocationCreate))
+    async def revoke_tool(
+        agent_id: str, principal: Principal = deps["revoke_tool"], data: Any = body_dep
+    ) -> JSONResponse:
+        return ok(runtime.revoke_tool(principal, agent_id, data), 201)
 
     @app.get("/v1/runs/{run_id}/events", response_model=EventList, tags=["runs"],
              responses={**errors(401, 403, 404, 422), 200: {"content": {

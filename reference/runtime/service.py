@@ -18,13 +18,15 @@ from arck.reference.clock import Clock
 from arck.reference.engine import Engine
 from arck.reference.errors import Conflict, NotFound, ValidationFailed
 from arck.reference.models import validation_failed
-from arck.reference.runtime import billing
+from arck.reference.runtime import billing, inputs, revocations
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.runtime.wire import (
     CancelRequest,
     Channel,
     Deposit,
+    InputAccepted,
+    InputAppend,
     Receipt,
     ReceiptAnswer,
     Run,
@@ -33,6 +35,8 @@ from arck.reference.runtime.wire import (
     Session,
     SessionCreate,
     ToolCallView,
+    ToolRevocation,
+    ToolRevocationCreate,
     Wallet,
     WalletCreate,
 )
@@ -188,6 +192,30 @@ class Runtime:
         with self.store.transaction() as db:
             RunStore.end(db, run_id, "cancelled", self.clock.now())
         return self.get_run(principal, run_id)
+
+    def append_input(self, principal: Principal, run_id: str, data: object) -> InputAccepted:
+        """RUN-06: input for an active run, pending until the worker takes it (inputs.py);
+        409 once the run has ended (start a new run with it)."""
+        session_id, _, _ = self._run(principal, run_id)
+        text = _validate(InputAppend, data).input
+        with self.store.transaction() as db:
+            state = db.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            if state == "ended":
+                raise Conflict("the run has ended; start a new run with this input", "run_id")
+            input_id = inputs.record(db, run_id, session_id, text, self.clock.now())
+        self.workers.notify()
+        return InputAccepted(run_id=run_id, input_id=input_id, state="pending")
+
+    def revoke_tool(self, principal: Principal, agent_id: str, data: object) -> ToolRevocation:
+        """RUN-14: the agent's tool is no longer dispatched; active runs it reaches are told
+        at once and end `permission_changed` at their next step (revocations.py)."""
+        name = _validate(ToolRevocationCreate, data).tool_name
+        with self.store.transaction() as db:
+            revocation_id, reached = revocations.revoke(db, principal.tenant, agent_id, name,
+                                                        self.clock.now())
+        self.workers.notify()
+        return ToolRevocation(revocation_id=revocation_id, agent_id=agent_id, tool_name=name,
+                              runs=reached)
 
     def events(self, principal: Principal, run_id: str) -> list[RunEvent]:
         self._run(principal, run_id)

@@ -18,6 +18,8 @@ __all__ = [
     "Deposit",
     "EventList",
     "HistoryItems",
+    "InputAccepted",
+    "InputAppend",
     "Prices",
     "Receipt",
     "ReceiptAnswer",
@@ -28,6 +30,8 @@ __all__ = [
     "SessionCreate",
     "ToolCallList",
     "ToolCallView",
+    "ToolRevocation",
+    "ToolRevocationCreate",
     "Wallet",
     "WalletCreate",
 ]
@@ -147,7 +151,7 @@ class ToolCallView(BaseModel):
     tool_call_id: str
     name: str
     arguments: str
-    state: Literal["dispatchable", "completed"]
+    state: Literal["dispatchable", "completed", "revoked"]
 
 
 class ToolCallList(BaseModel):
@@ -167,3 +171,34 @@ class ReceiptAnswer(BaseModel):
     call_id: str
     receipt_id: str
     replayed: bool
+
+
+class InputAppend(BaseModel):
+    """`POST /v1/runs/{run_id}/input`: user input appended while the run is active (RUN-06)."""
+
+    model_config = _STRICT
+    input: str = Field(min_length=1)
+
+
+class InputAccepted(BaseModel):
+    """The input is stored, pending: the run's next model call takes it (docs/runs.md)."""
+
+    run_id: str
+    input_id: str
+    state: Literal["pending"]
+
+
+class ToolRevocationCreate(BaseModel):
+    """`POST /v1/agents/{agent_id}/tool-revocations`: the agent may no longer call the tool."""
+
+    model_config = _STRICT
+    tool_name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class ToolRevocation(BaseModel):
+    """A revocation and the runs it reached (active runs whose version has the tool)."""
+
+    revocation_id: str
+    agent_id: str
+    tool_name: str
+    runs: list[str]

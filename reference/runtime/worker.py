@@ -24,7 +24,14 @@ from typing import Any
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock
 from arck.reference.models import DEFAULT_BUDGET
-from arck.reference.runtime import billing, compaction, estimate
+from arck.reference.runtime import (
+    billing,
+    chathistory,
+    compaction,
+    estimate,
+    inputs,
+    revocations,
+)
 from arck.reference.runtime.compactor import (
     Compactor,
     Target,
@@ -80,6 +87,8 @@ class Workers:
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
         self.compactor = self.compactor_class(self, frozenset(_RESERVED))
+        store.install(inputs.SCHEMA)  # appended input (RUN-06)
+        store.install(revocations.SCHEMA)  # tool permissions revoked (RUN-14)
 
     def start(self) -> None:
         """Start the tasks in the running loop, once (the app's startup or first runtime
@@ -181,6 +190,8 @@ class Workers:
         repair = False
         retry = self.scheduled_retry(run_id, worker)
         while True:
+            if not self._gate(run_id, worker, take_inputs=retry is None):
+                return
             extra: dict[str, Any] = {}
             if retry is None:
                 ready = await self.compactor.prepare(run_id, worker, version, main, budget,
@@ -222,6 +233,22 @@ class Workers:
             if retry is None or retry.of != call_id:
                 return
 
+    def _gate(self, run_id: str, worker: str, take_inputs: bool) -> bool:
+        """Before a main call is composed: a run told of a revoked permission ends
+        `permission_changed` (RUN-14); pending appended input enters the histories (RUN-06),
+        never before a retry, which sends the refused request unchanged. False: stop."""
+        at = self.clock.now()
+        with self.store.transaction() as db:
+            if not held(db, run_id, worker):
+                return False
+            if revocations.end_if_revoked(db, run_id, worker, at):
+                return False
+            if take_inputs:
+                session_id = db.execute("SELECT session_id FROM runs WHERE id = ?",
+                                        (run_id,)).fetchone()[0]
+                inputs.take(db, run_id, str(session_id), at)
+        return True
+
     def scheduled_retry(self, run_id: str, worker: str) -> Retry | None:
         """The retry due for the run's last model call, if it is a main call refused with a
         retry scheduled and the run is still held by `worker` (derived from the store alone,
@@ -261,6 +288,9 @@ class Workers:
     # Seams: where a call goes and what it reserves (BIL-01), and its budget (CTX-01).
     target_of = staticmethod(Target.of)
     budget_of = staticmethod(estimate.effective_budget)
+    # Seams of turns: what the chat-history tool returns (RUN-10), why a plan is refused (RUN-14).
+    chat_history = staticmethod(chathistory.answer)
+    refused_tools = staticmethod(revocations.refused)
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
@@ -364,36 +394,71 @@ class Workers:
         self, db: Any, run_id: str, worker: str, session: SessionRow, call_id: str,
         body: dict[str, Any], at: float,
     ) -> None:
-        """The model's turn (RUN-06): text, a reserved request, or a tool plan."""
+        """The model's turn (RUN-06): text, a reserved request, or a tool plan. A plan is
+        refused when a permission it needs was revoked (RUN-14), discarded when input arrived
+        while the call was in flight (RUN-06, inputs.py); the chat-history tool is answered
+        here (RUN-10). Input pending after a text or a request keeps the run going."""
         choices = body.get("choices") or [{}]
         message = choices[0].get("message") or {}
         content = message.get("content")
         calls = message.get("tool_calls") or []
+        reserved = [c for c in calls if c.get("function", {}).get("name") in _RESERVED]
+        waiting = inputs.pending(db, run_id)
+        if calls and not reserved:
+            names = [str(c.get("function", {}).get("name", "")) for c in calls]
+            why = self.refused_tools(db, run_id, session.tenant, session.agent_id, names)
+            if why:
+                revocations.refuse_plan(db, run_id, worker, call_id, calls, why, at)
+                return
+            if waiting:
+                inputs.discard_plan(db, run_id, call_id, calls, at)
+                inputs.take(db, run_id, session.session_id, at)
+                inputs.requeue(db, run_id, worker, at, "input appended during the call")
+                return
         assistant: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             assistant["tool_calls"] = calls
         append(db, session.session_id, "execution", assistant)
         if isinstance(content, str) and content:
             append(db, session.session_id, "formal", {"type": "assistant", "text": content})
-        reserved = [c for c in calls if c.get("function", {}).get("name") in _RESERVED]
         if reserved:
             name = reserved[0]["function"]["name"]
             append(db, session.session_id, "formal", {
                 "type": name.removeprefix("arck_"), "arguments": reserved[0]["function"].get(
                     "arguments", "")})
+            if waiting:
+                # The input appended meanwhile answers the request; the run goes on.
+                inputs.take(db, run_id, session.session_id, at, answer=reserved[0]["id"])
+                inputs.requeue(db, run_id, worker, at, "input appended during the call")
+                return
             db.execute("UPDATE sessions SET pending_reserved = ? WHERE id = ?",
                        (reserved[0]["id"], session.session_id))
             RunStore.end(db, run_id, _RESERVED[name], at, worker=worker)
             return
         if not calls:
+            if waiting:
+                inputs.take(db, run_id, session.session_id, at)
+                inputs.requeue(db, run_id, worker, at, "input appended during the call")
+                return
             RunStore.end(db, run_id, "completed", at, worker=worker)
             return
         budgets = self._budgets(session)
-        ids = []
+        ids, answered = [], []
         for call in calls:
             function = call.get("function", {})
             name = str(function.get("name", ""))
             arguments = str(function.get("arguments", ""))
+            if name == chathistory.NAME:
+                # RUN-10: answered by the engine itself, no executor, no receipt.
+                result = self.chat_history(db, session.session_id, arguments)
+                append(db, session.session_id, "execution", {
+                    "role": "tool", "tool_call_id": str(call.get("id", "")),
+                    "content": canonical_text(result)})
+                answered.append(str(call.get("id", "")))
+                event(db, run_id, "chat_history.answered", at,
+                      tool_call_id=str(call.get("id", "")),
+                      messages=len(result.get("messages", [])), error=result.get("error"))
+                continue
             call_ref = Store.insert(
                 db, "tool_calls", "tc",
                 ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
@@ -404,10 +469,15 @@ class Workers:
             ids.append(call_ref)
             append(db, session.session_id, "formal", {
                 "type": "tool_call", "call_id": call_ref, "name": name, "arguments": arguments})
+        if not ids:
+            # Only the engine's own tools: nothing to dispatch, the model is called again.
+            inputs.requeue(db, run_id, worker, at, "tool answered by the engine")
+            return
         # RUN-16: the plan is formally accepted once the batch is stored as dispatchable.
         db.execute("UPDATE runs SET state = 'waiting_tools', worker = NULL WHERE id = ?",
                    (run_id,))
-        event(db, run_id, "tool_plan.accepted", at, call_ids=ids)
+        event(db, run_id, "tool_plan.accepted", at, call_ids=ids, **(
+            {"answered": answered} if answered else {}))
 
     def _budgets(self, session: SessionRow) -> dict[str, int]:
         """Each tool's max_result_context_bytes, from the session's pinned version (DEF-05)."""

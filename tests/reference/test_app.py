@@ -491,6 +491,8 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
         ("GET", "/v1/runs/{run_id}/events"),
         ("GET", "/v1/runs/{run_id}/tool-calls"),
         ("POST", "/v1/tool-calls/{call_id}/receipts"),
+        ("POST", "/v1/runs/{run_id}/input"),
+        ("POST", "/v1/agents/{agent_id}/tool-revocations"),
     }
     schemas = doc["components"]["schemas"]
     for (method, _), op in operations.items():

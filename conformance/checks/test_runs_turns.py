@@ -1,0 +1,307 @@
+"""RUN turns: input appended while a run is active (RUN-06), a permission revoked during a run
+(RUN-14) and the chat-history tool (RUN-10); black-box through the runs API, the target's
+optional steps (`append_input`, `revoke`) and what the simulated provider received."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from arck.conformance.checking import check, expect
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
+from arck.conformance.runworld import SETTLED, TOOL, Agent, RunWorld, messages, world
+from arck.simulator.provider import SlowAnswer, Step, ToolCall, script_tag
+from arck.simulator.target import Exchange
+
+FUNDS = 10**12
+IN_FLIGHT_S = 10.0  # the delayed answer: well inside the channel's 30 s timeout
+CHAT_HISTORY = "arck_chat_history"  # the reference profile's reserved name (docs/runs.md)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _step(w: RunWorld, name: str, what: str) -> Callable[..., Exchange]:
+    """The target's optional step `name`, or "not applicable" when it has none."""
+    found = getattr(w.target, name, None)
+    if not callable(found):
+        raise NotApplicable(f"the target offers no {what} step (`{name}` in its adapter)")
+    return found  # type: ignore[no-any-return]
+
+
+def _available(exchange: Exchange, what: str) -> None:
+    """An unknown route answers the step: the target has no such operation."""
+    if exchange.status in (404, 405, 501):
+        raise NotApplicable(f"the target has no {what}: {exchange.describe()}")
+
+
+def _agent(w: RunWorld, steps: Sequence[Step], tool_name: str) -> Agent:
+    """As `RunWorld.agent`, with a tool name of the check's own (a revocation reaches no
+    other check's runs)."""
+    ctx = w.ctx
+    channel = w.channel()
+    script = ctx.name("script")
+    w.provider.add_script(script, list(steps))
+    tool = {**ctx.tool(1024), "name": tool_name}
+    published = w.target.publish_tool_set({"name": ctx.name("tools"), "tools": [tool]})
+    tool_set_id = w.ok(published, "publish a tool set").get("tool_set_id")
+    prompt = f"You are an arck conformance agent. {script_tag(script)}"
+    body = {"tool_set_id": tool_set_id, "system_prompt": prompt,
+            "channel_id": channel.channel_id}
+    answer = w.ok(w.target.publish_agent_version(ctx.agent_id, body),
+                  "publish an agent version with a channel")
+    version = answer.get("agent_version")
+    if not isinstance(version, str):
+        raise NotTestable(f"setup could not publish an agent version: {answer}")
+    return Agent(version, script, prompt, tool_name, channel, None)
+
+
+def _own_tool(ctx: CheckContext) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", ctx.name("revocable"))[:64]
+
+
+def _in_flight(w: RunWorld, agent: Agent, run_id: str, count: int) -> None:
+    """The run's model call number `count` reached the provider and is not answered yet."""
+    sent = len(w.requests(agent))
+    snapshot = w.snapshot(run_id)
+    if sent != count or snapshot.get("state") in SETTLED:
+        raise NotTestable(f"the model call was not in flight: {sent} request(s) at the "
+                          f"provider (expected {count}), run {snapshot}")
+
+
+def _receipt(w: RunWorld, call_id: str, tag: str, result: Any = None) -> Exchange:
+    body = {"receipt_id": f"arck-{tag}-{call_id}", "kind": "completed",
+            "result": {"ok": True} if result is None else result}
+    return w.target.submit_receipt(call_id, body)
+
+
+def _dispatchable(w: RunWorld, run_id: str) -> list[dict[str, Any]]:
+    return [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+
+
+def _index(items: list[Any], test: Callable[[Any], bool]) -> int | None:
+    return next((i for i, m in enumerate(items) if isinstance(m, dict) and test(m)), None)
+
+
+# -- RUN-06: appended input -----------------------------------------------------------------------
+
+
+@check("RUN-06")
+def test_appended_input_and_tool_plans(ctx: CheckContext) -> None:
+    """Input appended while an accepted batch waits never revokes it: the call stays
+    dispatchable, its receipt is taken, and the input follows the result in the next request.
+    Input appended while the model call is in flight may discard the plan it answers: then
+    none of its calls is ever dispatchable; either way the input reaches the model."""
+    w = world(ctx)
+    append = _step(w, "append_input", "appended-input")
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"n": 1})]),
+                     Step(text="Done.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, "Look it up")["run_id"]
+    snapshot, _ = w.settle(run_id)
+    if snapshot.get("state") != "waiting_tools":
+        raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
+    [call] = w.tool_calls(run_id) or [{}]
+    later = "arck later input: also check the invoice"
+    exchange = append(run_id, later)
+    _available(exchange, "appended-input step")
+    expect(200 <= exchange.status < 300, "RUN-06",
+           "input appended to a run waiting for its accepted tool batch", exchange.describe)
+    after = w.tool_calls(run_id)
+    expect([c.get("call_id") for c in _dispatchable(w, run_id)] == [call.get("call_id")],
+           "RUN-06", "the accepted call still dispatchable after the input (a batch already "
+           "accepted is never revoked by later input)", lambda: _canonical(after)[:400])
+    receipt = _receipt(w, str(call.get("call_id")), "batch")
+    expect(200 <= receipt.status < 300, "RUN-06",
+           "the accepted call's receipt taken after the input", receipt.describe)
+    snapshot, _ = w.settle(run_id)
+    sent = [messages(r) for r in w.requests(agent)]
+    expect(len(sent) == 2, "RUN-06", "one more model request, after the batch's result",
+           f"{len(sent)} request(s); run {snapshot}")
+    last = sent[-1]
+    tool_at = _index(last, lambda m: m.get("role") == "tool")
+    input_at = _index(last, lambda m: m.get("role") == "user" and m.get("content") == later)
+    expect(tool_at is not None and input_at is not None and tool_at < input_at, "RUN-06",
+           "the next request holds the batch's result, then the appended input after it",
+           lambda: f"tool message at {tool_at}, input at {input_at}: {_canonical(last)[:400]}")
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "completed" and last[:len(sent[0])] == sent[0]
+               and [m.get("role") for m in last[len(sent[0]):]] == ["assistant", "tool", "user"],
+               "RUN-06", "profile: the run completed; request 2 = request 1 + the plan, its "
+               "result and the input", lambda: f"run {snapshot}; new messages "
+               f"{_canonical(last[len(sent[0]):])[:400]}")
+    _input_during_the_call(ctx, w, append)
+
+
+def _input_during_the_call(ctx: CheckContext, w: RunWorld, append: Callable[..., Exchange]) -> None:
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"n": 2})],
+                          faults=[SlowAnswer(seconds=IN_FLIGHT_S)]),
+                     Step(text="Noted."), Step(text="Noted again.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, "Look up order 1")["run_id"]
+    _in_flight(w, agent, run_id, 1)
+    early = "arck early input: order 2 instead"
+    exchange = append(run_id, early)
+    expect(200 <= exchange.status < 300, "RUN-06",
+           "input appended while the run's model call is in flight", exchange.describe)
+    snapshot, _ = w.settle(run_id)
+    listed = w.tool_calls(run_id)
+    if snapshot.get("state") == "waiting_tools":
+        # The plan was accepted after all (the protocol allows it): the input waits for it.
+        for call in _dispatchable(w, run_id):
+            _receipt(w, str(call.get("call_id")), "early")
+        snapshot, _ = w.settle(run_id)
+    sent = [messages(r) for r in w.requests(agent)]
+    reached = any(m.get("role") == "user" and m.get("content") == early
+                  for request in sent[1:] for m in request if isinstance(m, dict))
+    expect(reached, "RUN-06", "the input appended during the call sent to the model in a "
+           "later request (never lost)", lambda: f"{len(sent)} request(s); run {snapshot}")
+    if ctx.profile == "reference":
+        expect(listed == [] and snapshot.get("end_reason") == "completed", "RUN-06",
+               "profile: the plan answered after the input discarded (no call listed, never "
+               "dispatched) and the run completed", lambda: f"calls {_canonical(listed)[:300]}; "
+               f"run {snapshot}")
+        expect(len(sent) == 2 and sent[1] == [*sent[0], {"role": "user", "content": early}],
+               "RUN-06", "profile: request 2 = request 1 + the input (the discarded plan never "
+               "entered the history)", lambda: f"{len(sent)} request(s); new messages "
+               f"{_canonical(sent[1][len(sent[0]):]) if len(sent) > 1 else '-'}")
+
+
+# -- RUN-14: permission revocation ----------------------------------------------------------------
+
+
+@check("RUN-14")
+def test_revoked_permission_stops_dispatch(ctx: CheckContext) -> None:
+    """A tool revoked while the model call that plans it is in flight: none of the plan's
+    calls is ever dispatchable. Revoked while an accepted batch waits: nothing more of that
+    tool is dispatched (profile: the receipt of the call dispatched before is taken, and the
+    run ends `permission_changed` at its next step, before any model call)."""
+    w = world(ctx)
+    revoke = _step(w, "revoke", "permission-revocation")
+    tool = _own_tool(ctx)
+    agent = _agent(w, [Step(tool_calls=[ToolCall(name=tool, arguments={"n": 1})],
+                            faults=[SlowAnswer(seconds=IN_FLIGHT_S)]),
+                       Step(tool_calls=[ToolCall(name=tool, arguments={"n": 2})]),
+                       Step(text="never sent")], tool)
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, "Use the tool")["run_id"]
+    _in_flight(w, agent, run_id, 1)
+    exchange = revoke(ctx.agent_id, tool)
+    _available(exchange, "permission-revocation step")
+    expect(200 <= exchange.status < 300, "RUN-14",
+           f"the agent's tool {tool!r} revoked while its run's model call is in flight",
+           exchange.describe)
+    snapshot, _ = w.settle(run_id)
+    listed = w.tool_calls(run_id)
+    expect(not [c for c in listed if c.get("state") == "dispatchable"], "RUN-14",
+           "no call of the plan answered after the revocation dispatchable",
+           lambda: f"calls {_canonical(listed)[:400]}; run {snapshot}")
+    expect(snapshot.get("state") == "ended", "RUN-14",
+           "the run ended (it cannot go on with the permission gone)", str(snapshot))
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "permission_changed" and
+               [c.get("state") for c in listed] == ["revoked"], "RUN-14",
+               "profile: the run ended permission_changed, its call listed `revoked`",
+               lambda: f"run {snapshot}; calls {_canonical(listed)[:300]}")
+    _revoked_while_waiting(ctx, w, revoke)
+
+
+def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[..., Exchange]) -> None:
+    tool = _own_tool(ctx)
+    agent = _agent(w, [Step(tool_calls=[ToolCall(name=tool, arguments={"n": 1})]),
+                       Step(tool_calls=[ToolCall(name=tool, arguments={"n": 2})]),
+                       Step(text="never sent")], tool)
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, "Use the tool twice")["run_id"]
+    snapshot, _ = w.settle(run_id)
+    if snapshot.get("state") != "waiting_tools":
+        raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
+    before = w.tool_calls(run_id)
+    exchange = revoke(ctx.agent_id, tool)
+    expect(200 <= exchange.status < 300, "RUN-14",
+           f"the agent's tool {tool!r} revoked while its accepted batch waits",
+           exchange.describe)
+    sent_before = len(w.requests(agent))
+    receipts = [_receipt(w, str(c.get("call_id")), "before") for c in before
+                if c.get("state") == "dispatchable"]
+    snapshot, _ = w.settle(run_id)
+    known = {c.get("call_id") for c in before}
+    new = [c for c in w.tool_calls(run_id)
+           if c.get("call_id") not in known and c.get("state") == "dispatchable"]
+    expect(not new, "RUN-14", f"no call of {tool!r} dispatched after its revocation",
+           lambda: f"new dispatchable calls {_canonical(new)[:400]}; run {snapshot}")
+    if ctx.profile == "reference":
+        expect(bool(receipts) and all(200 <= r.status < 300 for r in receipts), "RUN-14",
+               "profile: the receipt of a call dispatched before the revocation taken",
+               lambda: "; ".join(r.describe() for r in receipts) or "no call was dispatchable")
+        expect(snapshot.get("end_reason") == "permission_changed" and
+               len(w.requests(agent)) == sent_before, "RUN-14",
+               "profile: the run ended permission_changed at its next step, no model call "
+               "after the revocation", lambda: f"run {snapshot}; "
+               f"{len(w.requests(agent)) - sent_before} request(s) after the revocation")
+
+
+# -- RUN-10: the chat-history tool ----------------------------------------------------------------
+
+
+@check("RUN-10")
+def test_chat_history_tool_returns_visible_text_only(ctx: CheckContext) -> None:
+    """The model calls the chat-history tool after a turn with a tool call and its receipt:
+    the engine answers it itself, and the answer holds the user's inputs and the assistant's
+    text, never the receipt, the call's arguments or the system prompt."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the protocol names no chat-history tool; the reference profile's "
+                            f"is {CHAT_HISTORY!r} (docs/runs.md), which this target does not "
+                            "declare")
+    w = world(ctx)
+    marks = {"argument": "arck-argument-mark", "receipt": "arck-receipt-mark"}
+    texts = ["arck user one: where is order 7?", "arck assistant one: order 7 shipped.",
+             "arck user two: what did we say?"]
+    agent = w.agent([
+        Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": marks["argument"]})]),
+        Step(text=texts[1]),
+        Step(tool_calls=[ToolCall(name=CHAT_HISTORY, arguments={"limit": 20},
+                                  id="arck-history-call")]),
+        Step(text="Recalled.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    first = w.start(session, texts[0])["run_id"]
+    snapshot, _ = w.settle(first)
+    for call in _dispatchable(w, first):
+        w.ok(_receipt(w, str(call.get("call_id")), "history", {"secret": marks["receipt"]}),
+             "send a completed receipt")
+    snapshot, _ = w.settle(first)
+    if snapshot.get("end_reason") != "completed":
+        raise NotTestable(f"setup: the first run did not complete: {snapshot}")
+    second = w.start(session, texts[2])["run_id"]
+    snapshot, _ = w.settle(second)
+    waiting = _dispatchable(w, second)
+    expect(not waiting, "RUN-10", "the chat-history tool answered by the engine itself, "
+           "with no executor", lambda: f"dispatchable calls {_canonical(waiting)[:300]}")
+    sent = [messages(r) for r in w.requests(agent)]
+    answers = [m.get("content") for m in (sent[-1] if sent else [])
+               if isinstance(m, dict) and m.get("role") == "tool"
+               and m.get("tool_call_id") == "arck-history-call"]
+    if len(answers) != 1 or not isinstance(answers[0], str):
+        raise CheckFailure("RUN-10", "one tool message answering the chat-history call in "
+                           "the next request", f"{answers!r}; run {snapshot}")
+    answer = answers[0]
+    leaked = [k for k, v in marks.items() if v in answer]
+    if agent.system_prompt in answer or script_tag(agent.script) in answer:
+        leaked.append("system prompt")
+    expect(not leaked, "RUN-10", "the chat-history answer without receipts, tool arguments "
+           "or the system prompt", f"it holds the {', '.join(leaked)}: {answer[:400]}")
+    missing = [t for t in texts if t not in answer]
+    expect(not missing, "RUN-10", "the chat-history answer holding the session's visible "
+           "user and assistant text", f"missing {missing}: {answer[:400]}")
+    parsed: Any = None
+    with contextlib.suppress(ValueError):
+        parsed = json.loads(answer)
+    want = {"messages": [{"role": "user", "text": texts[0]},
+                         {"role": "assistant", "text": texts[1]},
+                         {"role": "user", "text": texts[2]}]}
+    expect(parsed == want, "RUN-10", f"profile: exactly {_canonical(want)}", answer[:400])

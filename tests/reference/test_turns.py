@@ -1,0 +1,281 @@
+"""Turns of a run: appended input (RUN-06), permission revocation (RUN-14) and the chat-history
+tool (RUN-10), in-process against the simulated provider on one virtual clock (docs/runs.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from arck.reference.app import create_app
+from arck.simulator.clock import VirtualClock
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall, script_tag
+
+FULL = {"Authorization": "Bearer arck-dev-full"}
+CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
+           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
+           "prices": {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}}
+SCHEMA = {"type": "object"}
+AGENT = "agent-1"
+
+World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock]
+
+
+def scenario(test: Callable[[World], Awaitable[None]]) -> None:
+    async def main() -> None:
+        clock = VirtualClock()
+        provider = SimulatedProvider(clock=clock)
+        app = create_app(clock=clock, provider_transport=provider.async_transport())
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://reference.test", headers=FULL) as client:
+            try:
+                await test((client, provider, clock))
+            finally:
+                await app.state.runtime.aclose()
+
+    asyncio.run(main())
+
+
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
+    response = await client.post(path, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def session(client: httpx.AsyncClient, script: str) -> str:
+    binding = await post(client, "/v1/bindings", {"name": "orders"})
+    tool = {"name": "lookup", "description": "Read an order.",
+            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
+            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
+    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
+    channel = await post(client, "/v1/channels", CHANNEL)
+    version = await post(client, f"/v1/agents/{AGENT}/versions", {
+        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
+        "system_prompt": f"You help. {script_tag(script)}"})
+    wallet = await post(client, "/v1/wallets", {"name": "w"})
+    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": 10**12}, 200)
+    answer = await post(client, "/v1/sessions", {"agent_version": version["agent_version"],
+                                                 "wallet_id": wallet["wallet_id"]})
+    return str(answer["session_id"])
+
+
+async def start(client: httpx.AsyncClient, session_id: str, text: str) -> str:
+    return str((await post(client, f"/v1/sessions/{session_id}/runs", {"input": text}))["run_id"])
+
+
+async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
+    for _ in range(200):
+        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
+        if snapshot["state"] in {"ended", "waiting_tools"}:
+            return snapshot
+        await clock.sleep(1.0)
+    raise AssertionError(f"run {run_id} never settled: {snapshot}")
+
+
+async def in_flight(client: httpx.AsyncClient, provider: SimulatedProvider, count: int) -> None:
+    """Until the provider holds `count` requests (the last one's answer delayed)."""
+    for _ in range(200):
+        if len(provider.recorded()) >= count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{len(provider.recorded())} request(s), expected {count}")
+
+
+async def kinds(client: httpx.AsyncClient, run_id: str) -> list[str]:
+    return [e["type"] for e in (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]]
+
+
+async def calls(client: httpx.AsyncClient, run_id: str) -> list[Any]:
+    return list((await client.get(f"/v1/runs/{run_id}/tool-calls")).json()["tool_calls"])
+
+
+def sent(provider: SimulatedProvider) -> list[list[Any]]:
+    return [json.loads(r.body)["messages"] for r in provider.recorded()]
+
+
+# -- appended input (RUN-06) ---------------------------------------------------------------------
+
+
+def test_input_during_the_call_discards_the_plan() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [
+            Step(tool_calls=[ToolCall(name="lookup", arguments={"id": 1})],
+                 faults=[SlowAnswer(seconds=5)]),
+            Step(text="Noted.")])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Find order 1")
+        await in_flight(client, provider, 1)
+        answer = await post(client, f"/v1/runs/{run_id}/input", {"input": "Order 2 instead"},
+                            200)
+        assert answer == {"run_id": run_id, "input_id": "in-000001", "state": "pending"}
+        await clock.sleep(5)
+        snapshot = await settled(client, clock, run_id)
+        assert (snapshot["state"], snapshot["end_reason"]) == ("ended", "completed")
+        assert await calls(client, run_id) == []  # never stored, never dispatched
+        found = await kinds(client, run_id)
+        assert "tool_plan.discarded" in found
+        assert "tool_plan.accepted" not in found
+        first, second = sent(provider)
+        assert second == [*first, {"role": "user", "content": "Order 2 instead"}]
+        history = (await client.get(f"/v1/sessions/{s}/history")).json()["items"]
+        assert history == [{"type": "user", "text": "Find order 1"},
+                           {"type": "user", "text": "Order 2 instead"},
+                           {"type": "assistant", "text": "Noted."}]
+
+    scenario(test)
+
+
+def test_input_after_acceptance_waits_for_the_batch() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})]),
+                                  Step(text="Done.")])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Find it")
+        assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
+        await post(client, f"/v1/runs/{run_id}/input", {"input": "and hurry"}, 200)
+        [call] = await calls(client, run_id)
+        assert call["state"] == "dispatchable"  # never revoked by later input
+        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
+                   {"receipt_id": "r1", "kind": "completed", "result": {"ok": 1}}, 200)
+        assert (await settled(client, clock, run_id))["end_reason"] == "completed"
+        first, second = sent(provider)
+        new = second[len(first):]
+        assert second[:len(first)] == first
+        assert [m["role"] for m in new] == ["assistant", "tool", "user"]
+        assert new[2]["content"] == "and hurry"
+
+    scenario(test)
+
+
+def test_input_during_a_text_turn_continues_and_ended_runs_refuse() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(text="One.", faults=[SlowAnswer(seconds=3)]),
+                                  Step(text="Two.")])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Count")
+        await in_flight(client, provider, 1)
+        await post(client, f"/v1/runs/{run_id}/input", {"input": "more"}, 200)
+        await clock.sleep(3)
+        assert (await settled(client, clock, run_id))["end_reason"] == "completed"
+        first, second = sent(provider)
+        assert second[len(first):] == [{"role": "assistant", "content": "One."},
+                                       {"role": "user", "content": "more"}]
+        late = await client.post(f"/v1/runs/{run_id}/input", json={"input": "late"})
+        assert late.status_code == 409
+        empty = await client.post(f"/v1/runs/{run_id}/input", json={"input": ""})
+        assert empty.status_code == 422
+        other = await client.post(f"/v1/runs/{run_id}/input", json={"input": "x"},
+                                  headers={"Authorization": "Bearer arck-dev-other"})
+        assert other.status_code == 404
+        readonly = await client.post(f"/v1/runs/{run_id}/input", json={"input": "x"},
+                                     headers={"Authorization": "Bearer arck-dev-readonly"})
+        assert readonly.status_code == 403
+
+    scenario(test)
+
+
+# -- permission revocation (RUN-14) -------------------------------------------------------------
+
+
+def test_revocation_during_the_call_refuses_the_plan() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})],
+                                       faults=[SlowAnswer(seconds=5)])])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Find it")
+        await in_flight(client, provider, 1)
+        revoked = await post(client, f"/v1/agents/{AGENT}/tool-revocations",
+                             {"tool_name": "lookup"})
+        assert revoked == {"revocation_id": "rev-000001", "agent_id": AGENT,
+                           "tool_name": "lookup", "runs": [run_id]}
+        await clock.sleep(5)
+        snapshot = await settled(client, clock, run_id)
+        assert (snapshot["state"], snapshot["end_reason"]) == ("ended", "permission_changed")
+        assert [c["state"] for c in await calls(client, run_id)] == ["revoked"]
+        assert "tool_plan.refused" in await kinds(client, run_id)
+
+    scenario(test)
+
+
+def test_revocation_while_waiting_keeps_dispatched_calls_and_ends_at_the_next_step() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})]),
+                                  Step(text="never sent")])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Find it")
+        assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
+        await post(client, f"/v1/agents/{AGENT}/tool-revocations", {"tool_name": "lookup"})
+        [call] = await calls(client, run_id)
+        assert call["state"] == "dispatchable"
+        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
+                   {"receipt_id": "r1", "kind": "completed", "result": {"ok": 1}}, 200)
+        snapshot = await settled(client, clock, run_id)
+        assert snapshot["end_reason"] == "permission_changed"
+        assert len(provider.recorded()) == 1  # no model call after the revocation
+        forbidden = await client.post(f"/v1/agents/{AGENT}/tool-revocations",
+                                      json={"tool_name": "lookup"},
+                                      headers={"Authorization": "Bearer arck-dev-noscope"})
+        assert forbidden.status_code == 403
+        bad = await client.post(f"/v1/agents/{AGENT}/tool-revocations",
+                                json={"tool_name": "no spaces"})
+        assert bad.status_code == 422
+
+    scenario(test)
+
+
+def test_a_later_run_of_the_agent_never_dispatches_the_revoked_tool() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})])])
+        s = await session(client, "s")
+        await post(client, f"/v1/agents/{AGENT}/tool-revocations", {"tool_name": "lookup"})
+        run_id = await start(client, s, "Find it")
+        assert (await settled(client, clock, run_id))["end_reason"] == "permission_changed"
+        assert [c["state"] for c in await calls(client, run_id)] == ["revoked"]
+
+    scenario(test)
+
+
+# -- the chat-history tool (RUN-10) -------------------------------------------------------------
+
+
+def test_chat_history_returns_only_visible_text() -> None:
+    async def test(world: World) -> None:
+        client, provider, clock = world
+        provider.add_script("s", [
+            Step(tool_calls=[ToolCall(name="lookup", arguments={"q": "ARGS-SECRET"})]),
+            Step(text="Order shipped."),
+            Step(tool_calls=[ToolCall(name="arck_chat_history", arguments={"limit": 10}),
+                             ToolCall(name="arck_chat_history", arguments={"limit": 1}),
+                             ToolCall(name="arck_chat_history", arguments="not json")]),
+            Step(text="Recalled.")])
+        s = await session(client, "s")
+        run_id = await start(client, s, "Where is order 1?")
+        assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
+        [call] = await calls(client, run_id)
+        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
+                   {"receipt_id": "r1", "kind": "completed",
+                    "result": {"secret": "RECEIPT-SECRET"}}, 200)
+        assert (await settled(client, clock, run_id))["end_reason"] == "completed"
+        second = await start(client, s, "What did we say?")
+        assert (await settled(client, clock, second))["end_reason"] == "completed"
+        assert await calls(client, second) == []  # answered by the engine, no executor
+        last = sent(provider)[-1]
+        tools = [json.loads(m["content"]) for m in last if m["role"] == "tool"][-3:]
+        assert tools[0] == {"messages": [
+            {"role": "user", "text": "Where is order 1?"},
+            {"role": "assistant", "text": "Order shipped."},
+            {"role": "user", "text": "What did we say?"}]}
+        assert tools[1] == {"messages": [{"role": "user", "text": "What did we say?"}]}
+        assert tools[2]["error"] == "invalid_arguments"
+        assert "SECRET" not in json.dumps(tools)
+
+    scenario(test)
