@@ -51,7 +51,9 @@ class ExecutionChatHistoryWorkers(Workers):
     chat_history = staticmethod(_execution_history)
 
 
-def _nothing_refused(*args: Any) -> list[str]:
+def _nothing_refused(
+    db: sqlite3.Connection, run_id: str, tenant: str, agent_id: str, names: list[str]
+) -> list[str]:
     return []
 
 
