@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 
 from arck.simulator.asgi import SyncASGITransport
-from arck.simulator.clock import VirtualClock, until_idle
-from arck.simulator.control import InProcessControl
-from arck.simulator.errors import UsageError
+from arck.simulator.clock import DEFAULT_START, VirtualClock, until_idle
+from arck.simulator.control import InProcessControl, ServedControl, serve_provider
+from arck.simulator.errors import TargetUnreachable, UsageError
 from arck.simulator.provider import SimulatedProvider
 from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
 from arck.simulator.targetfile import ROLES, TargetFile, load
@@ -34,6 +34,8 @@ DEV_TOKENS: dict[str, str | None] = {
     "other_tenant": "arck-dev-other",
 }
 IN_PROCESS_URL = "http://reference.arck.invalid"
+TEST_CLOCK = "test-clock"  # the capability: POST /v1/test-control/clock {"advance_seconds"}
+CLOCK_PATH = "/v1/test-control/clock"
 
 
 def load_object(dotted: str) -> Any:
@@ -79,15 +81,20 @@ def build_target(spec: str | None, config_path: Path | None = None, share: int =
             raise UsageError(f"unknown mutant {name!r}; known: {', '.join(names)}")
         builder = load_object(MUTANT_BUILDER)
         return _wired(lambda **wiring: builder(name, **wiring), "mutant", spec, config)
+    if config.provider is not None and share > 1:
+        raise UsageError(
+            "[provider] serves one simulated provider on one address: run without --workers"
+        )
     if spec.startswith("app:"):
-        return _in_process(load_object(spec.removeprefix("app:"))(), "app", spec, config)
+        app_target = _in_process(load_object(spec.removeprefix("app:"))(), "app", spec, config)
+        return _with_provider(app_target, config)
     if spec.startswith("adapter:"):
         adapter = load_object(spec.removeprefix("adapter:"))(config)
         if not isinstance(adapter, Target):
             raise UsageError(f"{spec}: the adapter does not implement arck's Target protocol")
-        return adapter
+        return _with_provider(adapter, config)
     if spec.startswith(("http://", "https://")):
-        return _over_http(spec, config, share)
+        return _with_provider(_over_http(spec, config, share), config)
     raise UsageError(
         f"--target {spec!r}: expected 'reference', 'mutant:NAME', an http(s) URL, "
         "'app:pkg.module:factory' or 'adapter:pkg.module:Class'"
@@ -149,6 +156,87 @@ def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     target = HttpTarget(client, info, tokens, RateLimiter(rate / share if rate else None))
     target.dev_credentials = tokens == DEV_TOKENS
     return target
+
+
+def _with_provider(target: Target, config: TargetFile) -> Target:
+    """With a `[provider]` section: serve the simulated provider there for the run.
+
+    The service calls it as its OpenAI base URL; `target.control` scripts it and moves time,
+    on both sides when the target declares capability `test-clock`. `target.close()` stops
+    it. An adapter that set a `control` of its own keeps it.
+    """
+    section = config.provider
+    if section is None or getattr(target, "control", None) is not None:
+        return target
+    post = _clock_poster(target) if TEST_CLOCK in config.target.capabilities else None
+    start: float | None = None
+    if post is not None:
+        try:
+            start = post(0.0)
+        except BaseException:
+            target.close()
+            raise
+        start = DEFAULT_START if start is None else start
+    try:
+        served = serve_provider(section.host, section.port, seed=section.seed, start=start)
+    except OSError as exc:
+        target.close()
+        raise UsageError(f"[provider] listen = {section.listen!r}: cannot listen: {exc}") from None
+    control = ServedControl(served, post_clock=post, limit=config.safety.timeout_seconds)
+    target.control = control  # type: ignore[attr-defined]
+    client = getattr(target, "client", None)
+    if isinstance(client, httpx.Client):
+        def written(response: httpx.Response) -> None:
+            if response.request.method != "GET" and response.request.url.path != CLOCK_PATH:
+                control.written()
+
+        client.event_hooks = {**client.event_hooks,
+                              "response": [*client.event_hooks["response"], written]}
+    close = target.close
+
+    def close_both() -> None:
+        try:
+            close()
+        finally:
+            control.close()
+
+    setattr(target, "close", close_both)  # noqa: B010 (an instance's own close)
+    return target
+
+
+def _clock_poster(target: Target) -> Any:
+    """`POST /v1/test-control/clock {"advance_seconds": s}` with the `full` credential: the
+    service's `now` after it (None when it does not say)."""
+    client = getattr(target, "client", None)
+    tokens = getattr(target, "tokens", {})
+    location = target.info.location
+
+    def post(seconds: float) -> float | None:
+        body = {"advance_seconds": seconds}
+        if isinstance(client, httpx.Client):
+            headers = {"Accept": "application/json"}
+            if tokens.get("full"):
+                headers["Authorization"] = f"Bearer {tokens['full']}"
+            try:
+                response = client.post(CLOCK_PATH, json=body, headers=headers)
+            except httpx.TransportError as exc:
+                raise TargetUnreachable(f"POST {CLOCK_PATH}: {type(exc).__name__}: {exc}") from exc
+            status, content = response.status_code, response.content
+        else:
+            exchange = target.request("POST", CLOCK_PATH, json_body=body)
+            status, content = exchange.status, exchange.body
+        if status != 200:
+            raise UsageError(
+                f"{location} declares capability test-clock, but POST {CLOCK_PATH} "
+                f"{body} answered {status}: {content[:200].decode('utf-8', 'replace')}"
+            )
+        try:
+            now = httpx.Response(200, content=content).json().get("now")
+        except (ValueError, AttributeError):
+            return None
+        return float(now) if isinstance(now, int | float) and not isinstance(now, bool) else None
+
+    return post
 
 
 def verify_credentials(target: Target) -> None:

@@ -21,17 +21,29 @@ name_prefix = "arck-"
 max_requests_per_second = 20
 destructive = false              # whole-body fuzzing and schemathesis need true
 timeout_seconds = 30
+
+[provider]                       # checks of runs: arck serves its simulated model provider here
+listen = "127.0.0.1:8900"        # the service's OpenAI base URL: http://127.0.0.1:8900/v1
+seed = 0                         # optional: the seed of the provider's default answers
 ```
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from arck.simulator.errors import UsageError
 
@@ -75,10 +87,48 @@ class Safety(_Strict):
     timeout_seconds: float = Field(default=30.0, gt=0)
 
 
+_LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(?P<port>[0-9]{1,5})")
+
+
+class ProviderSection(_Strict):
+    """Where arck serves its simulated model provider for the checks of runs (docs/targets.md).
+
+    The service under test must call `http://<listen>/v1` as its OpenAI base URL.
+    """
+
+    listen: str
+    seed: int = 0
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        match = _LISTEN.fullmatch(value)
+        if match is None or not 1 <= int(match["port"]) <= 65535:
+            raise ValueError(
+                f"{value!r} is not HOST:PORT with a port 1..65535 (e.g. \"127.0.0.1:8900\")"
+            )
+        return value
+
+    @property
+    def host(self) -> str:
+        host = self.listen.rpartition(":")[0]
+        return host[1:-1] if host.startswith("[") else host
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+    @property
+    def base_url(self) -> str:
+        """What the service calls: `http://<listen>/v1`."""
+        return f"http://{self.listen}/v1"
+
+
 class TargetFile(_Strict):
     target: TargetSection = Field(default_factory=TargetSection)
     credentials: Credentials = Field(default_factory=Credentials)
     safety: Safety = Field(default_factory=Safety)
+    provider: ProviderSection | None = None
 
     def token(self, role: str) -> str | None:
         """The token for a role, with `env:NAME` resolved; None when not configured."""
