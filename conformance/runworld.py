@@ -249,6 +249,16 @@ def world(ctx: CheckContext) -> RunWorld:
     return RunWorld(ctx, target, control)
 
 
+def needs_virtual_time(w: RunWorld, what: str) -> None:
+    """"Not applicable" on real time: `what` (a 120 s slow answer, backoffs) would take that
+    long on the wall clock. A service has virtual time with capability `test-clock`."""
+    if not w.control.virtual_time:
+        raise NotApplicable(
+            f"not applicable: {what} needs the test-clock capability (virtual time); in real "
+            "time it would take minutes (docs/targets.md, Runs)"
+        )
+
+
 def messages(request: RecordedRequest) -> list[Any]:
     """The messages of a recorded request body (empty when it is not a JSON object)."""
     try:
