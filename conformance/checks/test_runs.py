@@ -14,7 +14,7 @@ from arck.conformance import oracle
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure
-from arck.conformance.runworld import TOOL, RunWorld, messages, world
+from arck.conformance.runworld import TOOL, RunWorld, messages, needs_virtual_time, world
 from arck.simulator.provider import (
     Fault,
     LostResponse,
@@ -216,6 +216,8 @@ def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
     30 s timeout) is never sent again, and its cost is never charged twice."""
     kind, at = case
     w = world(ctx)
+    if kind == "slow":
+        needs_virtual_time(w, "an answer 120 s late")
     steps = [Step(text=f"turn {i}", faults=[FAULTS[kind]] if i == at else [])
              for i in range(3)]
     agent = w.agent(steps)
@@ -274,6 +276,8 @@ def test_every_run_ends_with_a_reason(ctx: CheckContext, case: Any) -> None:
     """Whatever the model answers or the provider does, each run ends, within a bounded
     number of timers, with its reason recorded (core: a reason; profile: RUN-16's names)."""
     w = world(ctx)
+    if any(step.faults for step in case):
+        needs_virtual_time(w, "slow answers and retry backoffs")
     agent = w.agent(case)
     session = w.session(agent, w.wallet(FUNDS))
     for i in range(len(case)):

@@ -41,7 +41,7 @@ __all__ = ["SimulatedProvider"]
 
 _Disconnected = Callable[[], Awaitable[None]]
 _REDACTED = ("authorization", "api-key", "x-api-key")
-MODEL_SCRIPT = "model:"  # conversation name of an untagged request that follows its model's script
+_MODEL_SCRIPT = "model:"  # conversation name of an untagged request that follows its model's script
 
 
 def _digest(message: Any) -> str:
@@ -96,7 +96,7 @@ class SimulatedProvider:
         """Register the script every untagged request for `model` follows (its conversation
         is `model:<model>`): how a check scripts an engine's own calls, such as summaries,
         whose prompts carry no tag."""
-        return self.add_script(MODEL_SCRIPT + model, steps)
+        return self.add_script(_MODEL_SCRIPT + model, steps)
 
     def async_transport(self) -> httpx.AsyncBaseTransport:
         """In-process transport for httpx.AsyncClient; a lost response raises ResponseLost."""
@@ -151,8 +151,8 @@ class SimulatedProvider:
             self._recording.add(request_id, "(invalid)", None, kept, raw, None)
             return self._error(request_id, error)
         conversation = script_name(request.messages)
-        if conversation is None and MODEL_SCRIPT + request.model in self._scripts:
-            conversation = MODEL_SCRIPT + request.model
+        if conversation is None and _MODEL_SCRIPT + request.model in self._scripts:
+            conversation = _MODEL_SCRIPT + request.model
         digests = [_digest(message) for message in request.messages]
         chain = conversation if conversation is not None else "untagged:" + digests[0]
         self._recording.add(request_id, chain, conversation, kept, raw, digests)
