@@ -1,9 +1,11 @@
 """How a check is declared: a plain function raising CheckFailure, tagged with requirement IDs.
 
 `property_check` wraps it in a hypothesis test over a strategy of JSON-able cases; `check`
-runs it once. Both replay a stored case instead when pytest is given `--arck-case FILE` naming
-that check, so a failure found once reruns exactly, against any target (H-02); `arck_replay`
-on the test does the same outside pytest's item protocol (baseline entries are judged so).
+runs it once; `stateful_check` runs a hypothesis state machine whose steps go through `step`,
+the function it decorates replaying a stored program of such steps. All replay a stored case
+instead when pytest is given `--arck-case FILE` naming that check, so a failure found once
+reruns exactly, against any target (H-02); `arck_replay` on the test does the same outside
+pytest's item protocol (baseline entries are judged so).
 
 Each example starts with the target's recent exchanges cleared; a failure takes them along,
 and is keyed by its requirement IDs and the line of the check's module that raised it, so
@@ -14,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
-from hypothesis import example, given, seed
+from hypothesis import Phase, example, given, seed, settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from hypothesis.strategies import SearchStrategy
 
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, keyed
+from arck.conformance.outcomes import check_failures
 
 CaseFn = Callable[[CheckContext, Any], None]
 PlainFn = Callable[[CheckContext], None]
@@ -85,10 +89,86 @@ def check(*ids: str) -> Callable[[PlainFn], Any]:
     return decorate
 
 
-def _run(fn: Callable[..., None], ctx: CheckContext, case: Any, *args: Any) -> None:
+def stateful_check(
+    *ids: str,
+    machine: Callable[[CheckContext], RuleBasedStateMachine],
+    steps: int = 12,
+    scenario: Callable[[Any, CheckFailure], str | None] | None = None,
+) -> Callable[[CaseFn], Any]:
+    """A check run as a hypothesis state machine (`machine(ctx)`, at most `steps` steps).
+
+    The machine's rules and invariants go through `step`, so each failure is keyed by its IDs
+    and line and carries the program so far (a JSON-able case) as its example; hypothesis
+    shrinks the program. The decorated function replays such a program (`arck replay`, a
+    baseline). `scenario(case, failure)`, if given, turns a final failure's program into a
+    scenario file's text, kept on the failure as `scenario` (the session writes it beside
+    the case file).
+    """
+
+    def decorate(fn: CaseFn) -> Any:
+        def replay(ctx: CheckContext, case: Any) -> None:
+            with _scenarios(scenario):
+                _run(fn, ctx, case, case)
+
+        def test(arck: CheckContext, arck_replay_case: Any) -> None:
+            if arck_replay_case is not None:
+                replay(arck, arck_replay_case)
+                return
+            arck.examples = 0
+
+            def factory() -> RuleBasedStateMachine:
+                arck.examples = (arck.examples or 0) + 1
+                recent = getattr(arck.target, "recent", None)
+                if recent is not None:
+                    recent.clear()
+                return machine(arck)
+
+            if arck.seed is not None:
+                factory = seed(arck.seed)(factory)
+            # The explain phase reruns every step of the shrunk program many times over to
+            # annotate it: the program is the case file and the scenario already.
+            phases = [p for p in arck.settings.phases if p is not Phase.explain]
+            with _scenarios(scenario):
+                run_state_machine_as_test(cast(Any, factory), settings=settings(
+                    arck.settings, stateful_step_count=steps, phases=phases))
+
+        test.arck_replay = replay  # type: ignore[attr-defined]
+        return _tag(ids, fn, test)
+
+    return decorate
+
+
+def step(fn: Callable[..., None], ctx: CheckContext, program: Any, *args: Any) -> None:
+    """One step of a state machine: `fn(ctx, *args)`, a failure keyed by the line of `fn`'s
+    module and carrying `program` (the steps so far) as its example. The exchange log is
+    the whole example's, cleared when the machine was made."""
+    _run(fn, ctx, program, *args, clear=False)
+
+
+class _scenarios:
+    """Attaches `scenario(example, failure)` to every CheckFailure leaving the block."""
+
+    def __init__(self, build: Callable[[Any, CheckFailure], str | None] | None) -> None:
+        self.build = build
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if self.build is None or exc is None:
+            return
+        for failure in check_failures(exc):
+            if getattr(failure, "scenario", None) is None and failure.example is not None:
+                failure.scenario = self.build(  # type: ignore[attr-defined]
+                    failure.example, failure)
+
+
+def _run(
+    fn: Callable[..., None], ctx: CheckContext, case: Any, *args: Any, clear: bool = True
+) -> None:
     """One example: `fn(ctx, *args)` on a fresh exchange log, failing as its keyed failure."""
     recent = getattr(ctx.target, "recent", None)
-    if recent is not None:
+    if recent is not None and clear:
         recent.clear()
     try:
         fn(ctx, *args)
@@ -132,4 +212,4 @@ def expect(
         raise CheckFailure(requirement, expected, seen() if callable(seen) else seen, hint=hint)
 
 
-__all__ = ["check", "expect", "property_check"]
+__all__ = ["check", "expect", "property_check", "stateful_check", "step"]

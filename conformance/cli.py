@@ -223,7 +223,13 @@ def replay(
     target: Annotated[str | None, typer.Option(help="The target to replay against.")] = None,
     config: Annotated[Path | None, typer.Option(help="Target file (TOML).")] = None,
 ) -> None:
-    """Re-run one stored failing case: prints FIXED or STILL FAILING."""
+    """Re-run one stored failing case: prints FIXED or STILL FAILING.
+
+    A scenario file (`.yaml`, as a failing stateful check writes beside its case file) is
+    run as `arck scenario run` runs it: FIXED when every expectation holds.
+    """
+    if case.suffix in (".yaml", ".yml"):
+        raise typer.Exit(_replay_scenario(case, target, config))
     try:
         data = json.loads(case.read_text("utf-8"))
         check_name = data["check"]
@@ -250,6 +256,35 @@ def replay(
     verdict = {0: "FIXED", 1: "STILL FAILING"}.get(code, "NOT JUDGED")
     console.print(f"{verdict}: {check_name} ({', '.join(data.get('requirements', []))})")
     raise typer.Exit(code)
+
+
+def _replay_scenario(path: Path, target: str | None, config: Path | None) -> int:
+    """`arck replay SCENARIO.yaml`: run it, print what did not hold and the verdict."""
+    from arck.simulator.errors import TargetUnreachable
+    from arck.simulator.factory import build_target
+    from arck.simulator.scenario.loader import load_scenario
+    from arck.simulator.scenario.runner import run_scenario
+
+    try:
+        scenario = load_scenario(path)
+        built = build_target(target if target or config else "reference", config)
+    except UsageError as exc:
+        console.print(f"arck replay: {exc}", markup=False)
+        return EXIT_USAGE
+    try:
+        outcome = run_scenario(scenario, built, 0)
+    except (UsageError, TargetUnreachable) as exc:
+        console.print(f"arck replay: {exc}", markup=False)
+        return EXIT_USAGE
+    finally:
+        built.close()
+    for judgement in outcome.verdict.judgements:
+        if not judgement.held:
+            console.print(f"not held: {judgement.what}: expected {judgement.expected}; saw "
+                          f"{judgement.seen}", markup=False, soft_wrap=True)
+    verdict = "FIXED" if outcome.verdict.held else "STILL FAILING"
+    console.print(f"{verdict}: scenario {scenario.name} on {built.info.location}", markup=False)
+    return 0 if outcome.verdict.held else 1
 
 
 @app.command("check-tool")

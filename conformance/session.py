@@ -540,6 +540,11 @@ class ArckRun:
             "case": json.loads(text),
             "exchanges": entry.exchanges,
         }
+        scenario = getattr(failure, "scenario", None)  # a stateful check's failure as a story
+        if isinstance(scenario, str):
+            scenario_name = f"{name.removesuffix('.json')}.scenario.yaml"
+            (cases / scenario_name).write_text(scenario, "utf-8")
+            record["scenario"] = f"cases/{scenario_name}"
         (cases / name).write_text(
             json.dumps(record, ensure_ascii=True, allow_nan=True, indent=1), "utf-8"
         )

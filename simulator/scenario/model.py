@@ -15,6 +15,7 @@ from arck.simulator.provider import FAULT_KINDS, Step
 
 __all__ = [
     "ACTION_KINDS",
+    "INVARIANTS",
     "UNSUPPORTED_STEPS",
     "Action",
     "Agent",
@@ -269,6 +270,12 @@ class RequestExpectation(_Data):
     billed: bool | None = None
 
 
+# Rules judged over the whole story (docs/scenarios.md "Expectations"): what a failing
+# stateful check writes when the invariant it broke can be judged from the end of a scenario.
+INVARIANTS = ("extends_unless_compacted", "never_resent", "money_conserved", "runs_settle")
+Invariant = Literal["extends_unless_compacted", "never_resent", "money_conserved", "runs_settle"]
+
+
 class Expect(_Data):
     runs: dict[str, RunExpectation] = Field(default_factory=dict)
     charged_total: Micro | None = Field(
@@ -292,6 +299,12 @@ class Expect(_Data):
         "billed or not",
     )
     events: list[EventExpectation] = Field(default_factory=list)
+    invariants: list[Invariant] = Field(
+        default_factory=list,
+        description="rules over the whole story: requests extend the previous one unless a "
+        "compaction is reported (RUN-08, CTX-07); no processed request sent again (RUN-12); "
+        "the wallet within reported usage × price (BIL-04); every run settled (RUN-11)",
+    )
 
     @model_validator(mode="after")
     def _known_faults(self) -> Expect:

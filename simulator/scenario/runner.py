@@ -267,6 +267,8 @@ class _Driver:
             for record in records
         ]
         seen.faults = provider.fault_counts()
+        seen.prices = {c.model: (c.prices.input, c.prices.cached_input, c.prices.output)
+                       for name, c in sorted(self.scenario.channels.items(), reverse=True)}
         seen.recorded = provider.recorded()
         self.trace.add("faults", fired=seen.faults)
         judge(self.scenario.expect, seen, self.verdict)

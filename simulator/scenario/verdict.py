@@ -7,8 +7,10 @@ own (an action's status, a run that never settled); this module judges `expect`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from arck.simulator.provider import RecordedRequest
@@ -61,6 +63,8 @@ class Seen:
     recorded: Sequence[RecordedRequest]
     # The provider's records as JSON, `received_at` made virtual seconds since setup.
     provider_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Channel prices by model: (input, cached_input, output) micro-units per million tokens.
+    prices: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def member(data: Any, path: str) -> Any:
@@ -129,6 +133,124 @@ def _request(verdict: Verdict, expected: RequestExpectation, seen: Seen) -> None
             verdict.add(f"{where}.{key}", value, MISSING if chosen is None else chosen.get(name))
 
 
+# -- invariants: rules over the whole story ---------------------------------------------------
+
+UNKNOWN_OUTCOME = frozenset({"lost_response", "usage_missing", "slow"})
+SETTLED = ("ended", "waiting_tools")
+
+
+def _started(seen: Seen) -> dict[str, dict[str, Any]]:
+    """Every model_call.started event of every run, by call id."""
+    found: dict[str, dict[str, Any]] = {}
+    for events in seen.events.values():
+        for event in events or ():
+            data = event.get("data")
+            if event.get("type") == "model_call.started" and isinstance(data, dict):
+                found[str(data.get("call_id"))] = data
+    return found
+
+
+def _key(request: RecordedRequest) -> str | None:
+    return next((v for k, v in request.headers if k.lower() == "idempotency-key"), None)
+
+
+def _messages(request: RecordedRequest) -> list[Any] | None:
+    try:
+        found = json.loads(request.body).get("messages")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, list) else None
+
+
+def _extends_unless_compacted(seen: Seen) -> list[str]:
+    """Requests of a conversation not starting with the previous one's messages, on a call
+    whose model_call.started reports no compaction (RUN-08, CTX-07)."""
+    started = _started(seen)
+    broken: list[str] = []
+    previous: dict[str, list[Any]] = {}
+    for request in seen.recorded:
+        current = _messages(request)
+        if request.conversation is None or current is None:
+            continue
+        before = previous.get(request.conversation)
+        decision = ((started.get(str(_key(request))) or {}).get("compaction") or {}).get(
+            "decision", "none")
+        if before is not None and decision in ("none", "summary_refused") and \
+                current[: len(before)] != before:
+            broken.append(f"{request.id} ({_key(request)}) does not extend the previous "
+                          "request and reports no compaction")
+        previous[request.conversation] = current
+    return broken
+
+
+def _never_resent(seen: Seen) -> list[str]:
+    """Request bodies sent again after a sending that was not refused (RUN-12)."""
+    records = {str(r.get("id")): r for r in seen.provider_requests}
+    sent: dict[bytes, str] = {}
+    broken: list[str] = []
+    for request in seen.recorded:
+        if request.body in sent:
+            broken.append(f"{request.id} resends the body of {sent[request.body]}")
+        record = records.get(request.id, {})
+        refused = (record.get("status_code") or 0) >= 400 or record.get("outcome") == "failed"
+        if not refused:
+            sent.setdefault(request.body, request.id)
+    return broken
+
+
+def _money_conserved(seen: Seen) -> list[str]:
+    """The wallet: balance >= 0, reserved <= balance, charged at most Σ reported usage ×
+    price (each call rounded up); once nothing is in flight (every run settled, no answer
+    unknown or pending) nothing reserved and at least Σ rounded down charged (BIL-04)."""
+    wallet = seen.wallet or {}
+    balance, reserved, charged = (wallet.get(k) for k in ("balance", "reserved", "charged"))
+    if not all(isinstance(v, int) for v in (balance, reserved, charged)):
+        return [f"the wallet's balance, reserved and charged are not integers: {wallet}"]
+    assert isinstance(balance, int)
+    assert isinstance(reserved, int)
+    assert isinstance(charged, int)
+    broken: list[str] = []
+    if balance < 0 or reserved > balance:
+        broken.append(f"balance {balance}, reserved {reserved}")
+    low = high = 0
+    quiet = all(isinstance(s, dict) and s.get("state") in SETTLED for s in seen.runs.values())
+    for record in seen.provider_requests:
+        if record.get("outcome") == "received" or UNKNOWN_OUTCOME & set(record.get("faults")
+                                                                         or ()):
+            quiet = False
+        if not record.get("billed"):
+            continue
+        usage = record.get("usage") or record.get("true_usage") or {}
+        prices = seen.prices.get(str(record.get("model")))
+        if prices is None:
+            prices = next(iter(seen.prices.values()), (0, 0, 0))
+        details = usage.get("prompt_tokens_details") or {}
+        prompt, cached = usage.get("prompt_tokens", 0), details.get("cached_tokens", 0) or 0
+        cost = Fraction((prompt - cached) * prices[0] + cached * prices[1]
+                        + usage.get("completion_tokens", 0) * prices[2], 1_000_000)
+        low, high = low + math.floor(cost), high + math.ceil(cost)
+    if charged > high:
+        broken.append(f"charged {charged} above Σ reported usage × price {high}")
+    if quiet and reserved != 0:
+        broken.append(f"{reserved} still reserved with nothing in flight")
+    if quiet and charged < low:
+        broken.append(f"charged {charged} below Σ reported usage × price {low}")
+    return broken
+
+
+def _runs_settle(seen: Seen) -> list[str]:
+    return [f"{name}: {member(s, 'state')}" for name, s in seen.runs.items()
+            if member(s, "state") not in SETTLED]
+
+
+_INVARIANTS = {
+    "extends_unless_compacted": _extends_unless_compacted,
+    "never_resent": _never_resent,
+    "money_conserved": _money_conserved,
+    "runs_settle": _runs_settle,
+}
+
+
 def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
     for name, run in expect.runs.items():
         snapshot = seen.runs.get(name)
@@ -159,3 +281,6 @@ def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
         _request(verdict, request, seen)
     for index, event in enumerate(expect.events):
         _events(verdict, event, index, seen)
+    for name in expect.invariants:
+        broken = _INVARIANTS[name](seen)
+        verdict.add(f"invariants.{name}", "holds", broken or "holds", held=not broken)
