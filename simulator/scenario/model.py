@@ -16,7 +16,8 @@ from arck.simulator.provider import FAULT_KINDS, Step
 __all__ = [
     "ACTION_KINDS",
     "INVARIANTS",
-    "UNSUPPORTED_STEPS",
+    "TARGET_STEPS",
+    "UNSUPPORTED_ACTIONS",
     "Action",
     "Agent",
     "Channel",
@@ -146,7 +147,18 @@ class ReceiptArgs(RunRef):
 
 
 class AppendInputArgs(RunRef):
+    """User input appended to an active run (RUN-06): the target's `append_input`."""
+
     input: str
+
+
+class RevokeArgs(_Act):
+    """The agent's permission to have one of its tools dispatched, revoked for good (RUN-14):
+    the target's `revoke(agent_id, tool_name)`. About the agent, not a run."""
+
+    tool: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")] | None = Field(
+        default=None, description="one of the agent's tools (default: its first)"
+    )
 
 
 class Run(_Data):
@@ -174,15 +186,18 @@ class AppendInput(_Data):
 
 
 class Revoke(_Data):
-    revoke: RunRef
+    revoke: RevokeArgs
 
 
 class Disconnect(_Data):
     disconnect: RunRef
 
 
-# Actions a scenario may declare that need a target step HttpTarget does not have yet.
-UNSUPPORTED_STEPS = {"append_input": "append_input", "revoke": "revoke", "disconnect": "disconnect"}
+# Actions that need an optional step of the target (action → its method): a target without
+# it (an adapter's) cannot run the scenario at all (docs/scenarios.md "Steps a target lacks").
+TARGET_STEPS = {"append_input": "append_input", "revoke": "revoke"}
+# Actions no target can run yet (action → why): declared, never run.
+UNSUPPORTED_ACTIONS = {"disconnect": "the target protocol has no event-stream step yet"}
 _ACTIONS: dict[str, type[_Data]] = {
     "run": Run, "wait": Wait, "advance": Advance, "receipt": Receipt, "cancel": Cancel,
     "append_input": AppendInput, "revoke": Revoke, "disconnect": Disconnect,
@@ -352,6 +367,13 @@ class Scenario(_Data):
                 if name in seen:
                     raise ValueError(f"actions[{index}].run.name: {name!r} names two runs")
                 seen.add(name)
+            elif kind == "revoke":
+                tools = [tool.name for tool in self.agent.tools]
+                if not tools:
+                    raise ValueError(f"actions[{index}].revoke: the agent has no tool to revoke")
+                if args.tool is not None and args.tool not in tools:
+                    raise ValueError(f"actions[{index}].revoke.tool: {args.tool!r} is not one "
+                                     f"of the agent's tools ({', '.join(tools)})")
             elif kind != "advance" and args.run is not None and args.run not in seen:
                 raise ValueError(
                     f"actions[{index}].{kind}.run: {args.run!r} names no earlier run"

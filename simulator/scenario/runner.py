@@ -18,9 +18,12 @@ from arck.simulator.errors import UsageError
 from arck.simulator.provider import script_tag
 from arck.simulator.scenario import seeded
 from arck.simulator.scenario.model import (
-    UNSUPPORTED_STEPS,
+    TARGET_STEPS,
+    UNSUPPORTED_ACTIONS,
     AdvanceArgs,
+    AppendInputArgs,
     ReceiptArgs,
+    RevokeArgs,
     RunArgs,
     RunRef,
     Scenario,
@@ -67,7 +70,12 @@ def applicable(scenario: Scenario, target: Any) -> Control:
         raise ScenarioNotApplicable(f"target {name} has no runtime steps {', '.join(missing)}")
     for index, action in enumerate(scenario.actions):
         kind = action_kind(action)
-        step = UNSUPPORTED_STEPS.get(kind)
+        step = TARGET_STEPS.get(kind)
+        if kind in UNSUPPORTED_ACTIONS:
+            raise ScenarioNotApplicable(
+                f"actions[{index}].{kind}: not supported by this target yet "
+                f"({UNSUPPORTED_ACTIONS[kind]})"
+            )
         if step is not None and not callable(getattr(target, step, None)):
             raise ScenarioNotApplicable(
                 f"actions[{index}].{kind}: not supported by this target yet (target {name} "
@@ -87,6 +95,7 @@ class _Driver:
         self.verdict = Verdict()
         token = seeded.token(seed, scenario.name)
         self.base = f"{target.info.name_prefix}{scenario.name}-{token}"
+        self.agent_id = self.base  # the agent its one version is published under
         self.runs: dict[str, str | None] = {}  # run name → run id (None: not created)
         self.last_run: str | None = None
         self.sessions: dict[str, str] = {}
@@ -132,7 +141,7 @@ class _Driver:
         if s.agent.max_context_tokens is not None:
             version["max_context_tokens"] = s.agent.max_context_tokens
         agent_version = self._setup(
-            "publish_agent_version", self.target.publish_agent_version(self.base, version),
+            "publish_agent_version", self.target.publish_agent_version(self.agent_id, version),
             "agent_version")
         self.wallet_id = self._setup(
             "create_wallet", self.target.create_wallet({"name": f"{self.base}-wallet"}),
@@ -163,6 +172,9 @@ class _Driver:
         elif isinstance(args, AdvanceArgs):
             self.control.advance(args.seconds)
             advances.append(args.seconds)
+        elif isinstance(args, RevokeArgs):
+            tool = args.tool or self.scenario.agent.tools[0].name
+            exchanges.append(self.target.revoke(self.agent_id, tool))
         elif isinstance(args, RunRef):
             name = args.run or self.last_run or ""
             run_id = self.runs.get(name)
@@ -172,6 +184,8 @@ class _Driver:
                 self._wait(index, name, run_id, args, exchanges, advances, notes)
             elif isinstance(args, ReceiptArgs):
                 self._receipt(index, run_id, args, exchanges, notes)
+            elif isinstance(args, AppendInputArgs):
+                exchanges.append(self.target.append_input(run_id, args.input))
             elif kind == "cancel":
                 exchanges.append(self.target.cancel_run(run_id))
         expected = getattr(args, "expect_status", None)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -111,6 +112,12 @@ expect:
     ("wallet: {funds: 100000}", "wallet: {funds: 100000}\nwallet: {funds: 1}",
      "<t>:12: wallet: given twice"),
     ("channels:", "channels: [", "not valid YAML"),
+    ("  - wait: {run: r1}", "  - revoke: {run: r1}",
+     "<t>:16: actions[1].revoke.run: Extra inputs are not permitted"),
+    ("  - wait: {run: r1}", "  - revoke: {}", "<t>:16: actions[1].revoke: the agent has no "
+                                              "tool to revoke"),
+    ("  - wait: {run: r1}", "  - append_input: {run: r1}",
+     "<t>:16: actions[1].append_input.input: Field required"),
 ])
 def test_errors_name_the_field_path_and_line(old: str, new: str, message: str) -> None:
     assert parse_scenario(BASE, "<t>").name == "tiny"
@@ -161,6 +168,10 @@ MUTANT_CATCHES = [
     ("many-runs-one-wallet-conserve-money", "cache-billed-as-input", "charged_total"),
     ("usage-drift-calibration-follows-reported-usage", "calibrated-value-as-sample",
      "coefficient_real"),
+    ("input-during-a-call-discards-the-unaccepted-plan", "input-revokes-batch",
+     "r1 receipt.stored"),
+    ("revocation-ends-the-run-permission-changed", "plan-after-revocation",
+     "runs.flight.tool_call_states"),
 ]
 
 
@@ -231,18 +242,91 @@ def test_a_target_without_control_is_not_applicable() -> None:
         built.close()
 
 
-def test_a_step_the_target_lacks_is_not_applicable() -> None:
-    text = BASE.replace("  - wait: {run: r1}", "  - append_input: {run: r1, input: more}")
-    scenario = parse_scenario(text, "<t>")
+TOOLED = BASE.replace("agent: {system_prompt: You help.}", """agent:
+  system_prompt: You help.
+  tools: [{name: lookup, max_result_context_bytes: 1024}, {name: refund,
+           max_result_context_bytes: 1024}]""")
+
+
+class Without:
+    """A target as an adapter may be: every step of `inner` but the ones left out."""
+
+    def __init__(self, inner: Any, *left_out: str) -> None:
+        self._inner, self._left_out = inner, left_out
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._left_out:
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize(("action", "left_out", "says"), [
+    ("disconnect: {run: r1}", (), r"actions\[1\].disconnect: not supported by this target "
+                                  r"yet \(the target protocol has no event-stream step"),
+    ("append_input: {run: r1, input: more}", ("append_input",),
+     r"actions\[1\].append_input: not supported by this target yet \(target reference has "
+     "no append_input step"),
+    ("revoke: {}", ("revoke",),
+     r"actions\[1\].revoke: not supported by this target yet \(target reference has no "
+     "revoke step"),
+], ids=["disconnect", "append_input", "revoke"])
+def test_a_step_the_target_lacks_is_not_applicable(
+    action: str, left_out: tuple[str, ...], says: str
+) -> None:
+    scenario = parse_scenario(TOOLED.replace("  - wait: {run: r1}", f"  - {action}"), "<t>")
     built = build_target("reference")
     try:
-        with pytest.raises(ScenarioNotApplicable,
-                           match=r"actions\[1\].append_input: not supported by this target yet"):
-            run_scenario(scenario, built)
+        with pytest.raises(ScenarioNotApplicable, match=says):
+            run_scenario(scenario, Without(built, *left_out))
         assert built.control is not None
         assert built.control.provider.records() == []  # refused before anything was sent
+        assert built.created == []
     finally:
         built.close()
+
+
+def _action_requests(outcome: Outcome) -> list[list[dict[str, Any]]]:
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    return [[e["request"] | {"status": e["status"]} for e in line["exchanges"]]
+            for line in lines if line["kind"] == "action"]
+
+
+def test_append_input_sends_the_input_to_the_named_run() -> None:
+    """Appended to a run waiting for its accepted tool call: taken (200), and after the
+    receipt the next request holds the result, then the input."""
+    text = TOOLED.replace("  - text: Done.", """  - tool_calls: [{name: refund}]
+  - text: Done.""").replace("  - wait: {run: r1}", """  - wait: {run: r1}
+  - append_input: {input: And the invoice, expect_status: 200}
+  - receipt: {result: {ok: true}}
+  - wait: {}""").replace("charged_total: 27", "requests_seen: 2")
+    outcome = run(Path("<t>"), text=text)
+    assert failed(outcome) == []
+    appended = _action_requests(outcome)[2]
+    run_id = appended[0]["path"].split("/")[3]
+    assert appended == [{"method": "POST", "path": f"/v1/runs/{run_id}/input",
+                         "body": {"input": "And the invoice"}, "status": 200}]
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    [snapshot] = [line for line in lines if line["kind"] == "run"]
+    assert snapshot["snapshot"]["answer"]["end_reason"] == "completed"
+    types = [e["type"] for e in snapshot["events"]["answer"]["events"]]
+    assert types.count("input.appended") == types.count("input.applied") == 1
+
+
+@pytest.mark.parametrize(("written", "tool"), [("{}", "lookup"), ("{tool: refund}", "refund")])
+def test_revoke_takes_the_agents_tool_default_its_first(written: str, tool: str) -> None:
+    """The revocation is about the agent the runner published (not a run): its first tool
+    unless one is named."""
+    text = TOOLED.replace("  - wait: {run: r1}", f"""  - wait: {{run: r1}}
+  - revoke: {written}""").replace("charged_total: 27", "requests_seen: 1")
+    outcome = run(Path("<t>"), text=text)
+    assert failed(outcome) == []
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    [published] = [line for line in lines if line.get("step") == "publish_agent_version"]
+    agent_path = published["request"]["path"].removesuffix("/versions")
+    assert agent_path.startswith("/v1/agents/arck-tiny-")
+    [revoked] = _action_requests(outcome)[2]
+    assert revoked == {"method": "POST", "path": f"{agent_path}/tool-revocations",
+                       "body": {"tool_name": tool}, "status": 201}
 
 
 # -- the command line -----------------------------------------------------------------------
@@ -302,10 +386,11 @@ def test_cli_bad_file_and_unsupported_step_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "actions[0].run.input: Field required" in done.stdout
     later = tmp_path / "later.yaml"
-    later.write_text(BASE.replace("  - wait: {run: r1}", "  - revoke: {run: r1}"), "utf-8")
+    later.write_text(BASE.replace("  - wait: {run: r1}", "  - disconnect: {run: r1}"), "utf-8")
     done = arck("scenario", "run", str(later))
     assert done.returncode == 2
-    assert "not supported by this target yet" in done.stdout
+    assert "actions[1].disconnect: not supported by this target yet" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_cli_lists_the_scenarios(tmp_path: Path) -> None:
