@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["DEFAULT_START", "Clock", "ManualClock", "WallClock", "settle_loop"]
+__all__ = ["DEFAULT_START", "Clock", "ManualClock", "WallClock", "settle_loop", "woken_or_timeout"]
 
 # 2026-01-01T00:00:00Z, as the simulator's virtual clock starts.
 DEFAULT_START = 1_767_225_600.0
@@ -101,3 +101,16 @@ async def settle_loop() -> None:
     while quiet < 2:
         await asyncio.sleep(0)
         quiet = quiet + 1 if len(ready) == 0 else 0
+
+
+async def woken_or_timeout(event: asyncio.Event, clock: Clock, seconds: float) -> bool:
+    """Wait until `event` is set or `seconds` pass on `clock`; True when it was set."""
+    woken = asyncio.ensure_future(event.wait())
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({woken, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        woken.cancel()
+        timer.cancel()
+        await asyncio.gather(woken, timer, return_exceptions=True)
+    return woken.done() and not woken.cancelled()

@@ -21,11 +21,10 @@ from arck.reference.canonical import canonical_text, utf8_length
 from arck.reference.models import AgentVersion
 from arck.reference.runtime import billing, compaction, estimate
 from arck.reference.runtime.compaction import Facts, Message
-from arck.reference.runtime.runstore import RunStore, SessionRow, event
+from arck.reference.runtime.runstore import RunStore, SessionRow, event, held
 from arck.reference.runtime.wire import Channel
 
 if TYPE_CHECKING:
-    import sqlite3
 
     from arck.reference.runtime.worker import Workers
 
@@ -88,12 +87,6 @@ def figures(
         "effective_budget": budget,
         "reservation": reservation,
     }
-
-
-def held(db: sqlite3.Connection, run_id: str, worker: str) -> bool:
-    return db.execute(
-        "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?", (run_id, worker)
-    ).fetchone() is not None
 
 
 class Compactor:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from arck.reference.canonical import canonical_text
 from arck.reference.runtime import billing
 from arck.reference.runtime.modelcall import Outcome
-from arck.reference.runtime.runstore import RunStore, event
+from arck.reference.runtime.runstore import RunStore, event, held
 from arck.reference.runtime.wallets import Wallets
 
 if TYPE_CHECKING:
@@ -169,11 +169,7 @@ class Reconciler:
     def _note(self, run_id: str, worker: str, call_id: str, verdict: Verdict) -> bool:
         """Record what the lookup said, if this worker still holds the run."""
         with self.store.transaction() as db:
-            held = db.execute(
-                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
-                (run_id, worker),
-            ).fetchone()
-            if held is None:
+            if not held(db, run_id, worker):
                 return False
             event(db, run_id, "model_call.reconciled", self.clock.now(), call_id=call_id,
                   verdict=verdict.kind, provider_request=verdict.request_id,

@@ -18,7 +18,7 @@ from arck.reference.canonical import canonical_text, utf8_length
 from arck.reference.runtime.changes import CHANGES
 from arck.reference.store import Store
 
-__all__ = ["LEASE_SCHEMA", "SCHEMA", "Claim", "RunStore", "SessionRow", "append", "event"]
+__all__ = ["LEASE_SCHEMA", "SCHEMA", "Claim", "RunStore", "SessionRow", "append", "event", "held"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -89,6 +89,13 @@ class SessionRow:
     last: tuple[int, int] | None  # (raw, real prompt_tokens) of the last trusted call
     # Main calls completed since the last summary call (CTX-05); None: no summary yet.
     calls_since_summary: int | None = None
+
+
+def held(db: sqlite3.Connection, run_id: str, worker: str) -> bool:
+    """The run is still running under `worker` (a worker that lost it changes nothing)."""
+    return db.execute(
+        "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?", (run_id, worker)
+    ).fetchone() is not None
 
 
 def event(db: sqlite3.Connection, run_id: str, kind: str, at: float, /, **data: Any) -> None:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from arck.reference.canonical import canonical_text
-from arck.reference.clock import Clock
+from arck.reference.clock import Clock, woken_or_timeout
 from arck.reference.errors import ValidationFailed
 from arck.reference.runtime.changes import CHANGES
 from arck.reference.runtime.runstore import RunStore
@@ -78,12 +78,4 @@ def _ended(runs: RunStore, run_id: str) -> bool:
 
 async def _wait(changed: asyncio.Event, clock: Clock) -> bool:
     """True when the run changed; False after KEEPALIVE_S on the injected clock."""
-    woken = asyncio.ensure_future(changed.wait())
-    timer = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
-    try:
-        await asyncio.wait({woken, timer}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        woken.cancel()
-        timer.cancel()
-        await asyncio.gather(woken, timer, return_exceptions=True)
-    return woken.done() and not woken.cancelled()
+    return await woken_or_timeout(changed, clock, KEEPALIVE_S)

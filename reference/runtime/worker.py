@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from arck.reference.canonical import canonical_text
-from arck.reference.clock import Clock
+from arck.reference.clock import Clock, woken_or_timeout
 from arck.reference.models import DEFAULT_BUDGET
 from arck.reference.runtime import (
     billing,
@@ -36,13 +36,12 @@ from arck.reference.runtime.compactor import (
     Compactor,
     Target,
     figures,
-    held,
     raw_of,
     request_body,
 )
 from arck.reference.runtime.modelcall import ModelClient, Outcome, error_text
 from arck.reference.runtime.reconcile import Reconciler
-from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event
+from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event, held
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.store import Store
 
@@ -160,15 +159,8 @@ class Workers:
         if not deadlines:
             await self._wake.wait()
             return
-        delay = max(min(deadlines) - self.clock.now(), 0.001)
-        woken = asyncio.ensure_future(self._wake.wait())
-        timer = asyncio.ensure_future(self.clock.sleep(delay))
-        try:
-            await asyncio.wait({woken, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            woken.cancel()
-            timer.cancel()
-            await asyncio.gather(woken, timer, return_exceptions=True)
+        await woken_or_timeout(self._wake, self.clock,
+                               max(min(deadlines) - self.clock.now(), 0.001))
 
     async def step(self, run_id: str, worker: str) -> None:
         """One main model call of a claimed run, after the compaction it needs (CTX-03..07);
@@ -299,11 +291,7 @@ class Workers:
         """Reserve and record the call, or end the run before sending (BIL-02)."""
         at = self.clock.now()
         with self.store.transaction() as db:
-            held = db.execute(
-                "SELECT 1 FROM runs WHERE id = ? AND state = 'running' AND worker = ?",
-                (run_id, worker),
-            ).fetchone()
-            if held is None:
+            if not held(db, run_id, worker):
                 return None
             if not Wallets.reserve(db, session.wallet_id, reservation):
                 event(db, run_id, "reservation.refused", at, reservation=reservation,
