@@ -382,3 +382,38 @@ def test_no_quota_stops_a_long_run(ctx: CheckContext) -> None:
     expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") == "completed",
            "RUN-04", f"the run completed after {case} tool rounds and {case + 1} model calls",
            lambda: f"{snapshot} after {len(w.requests(agent))} model request(s)")
+
+
+@check("AUTH-03")
+def test_runs_of_a_tenant_stay_its_own(ctx: CheckContext) -> None:
+    """Another tenant can neither read nor change a tenant's sessions, runs, histories,
+    events, tool calls and wallets: each is unknown to it (profile: 404), and nothing moves."""
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"secret": "s3"})])])
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    run = w.start(session, "tenant secret")
+    before, _ = w.settle(run["run_id"])
+    [call] = w.tool_calls(run["run_id"]) or [{"call_id": "none"}]
+    t, role = w.target, "other_tenant"
+    receipt = {"receipt_id": "arck-foreign", "kind": "completed", "result": {"x": 1}}
+    attempts = {
+        "read the session's formal history": t.history(session, "formal", role=role),
+        "read the execution history": t.history(session, "execution", role=role),
+        "read the run": t.get_run(run["run_id"], role=role),
+        "read the run's events": t.run_events(run["run_id"], role=role),
+        "list the run's tool calls": t.tool_calls(run["run_id"], role=role),
+        "read the wallet": t.get_wallet(wallet, role=role),
+        "start a run in the session": t.create_run(session, {"input": "x"}, role=role),
+        "cancel the run": t.cancel_run(run["run_id"], role=role),
+        "send a receipt": t.submit_receipt(str(call["call_id"]), receipt, role=role),
+    }
+    for what, exchange in attempts.items():
+        expect(not 200 <= exchange.status < 300, "AUTH-03",
+               f"another tenant cannot {what}", exchange.describe)
+        if ctx.profile == "reference":
+            expect(exchange.status == 404, "AUTH-03",
+                   f"another tenant's attempt to {what} answered 404 (unknown to it)",
+                   exchange.describe)
+    expect(w.snapshot(run["run_id"]) == before, "AUTH-03",
+           "the run unchanged by the other tenant's attempts", str(w.snapshot(run["run_id"])))

@@ -772,6 +772,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-14",),
         "turns:plan_after_revocation",
     ),
+    (
+        "runs-tenant-blind",
+        "sessions and runs are found by id in any tenant, so another tenant reads them",
+        ("AUTH-03",),
+        "runs:tenant_blind_runs",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -189,6 +189,18 @@ class _SummarySamples(RunStore):
         return [(raw, real) for _, raw, real in sorted(found)[-limit:]]
 
 
+class _TenantBlindRuns(RunStore):
+    """Finds sessions and runs by id alone, in whichever tenant holds them (AUTH-03)."""
+
+    def session(self, tenant: str, session_id: str) -> SessionRow | None:
+        rows = self.store.read("SELECT tenant FROM sessions WHERE id = ?", (session_id,))
+        return super().session(rows[0][0], session_id) if rows else None
+
+    def run(self, tenant: str, run_id: str) -> tuple[str, str, str | None] | None:
+        rows = self.store.read("SELECT tenant FROM runs WHERE id = ?", (run_id,))
+        return super().run(rows[0][0], run_id) if rows else None
+
+
 def _with_runs(store_class: type[RunStore]) -> type[Workers]:
     class SwappedStoreWorkers(Workers):
         def __init__(self, store: Any, runs: RunStore, *args: Any, **kwargs: Any) -> None:
@@ -246,6 +258,10 @@ def shared_samples() -> FastAPI:
 
 def summary_samples() -> FastAPI:
     return serve(workers_class=_with_runs(_SummarySamples))
+
+
+def tenant_blind_runs() -> FastAPI:
+    return serve(workers_class=_with_runs(_TenantBlindRuns))
 
 
 def cancels_tools() -> FastAPI:
