@@ -6,97 +6,35 @@ results of a few KB reach the thresholds in a few turns (docs/runs.md "Compactio
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import itertools
 import json
 import math
-from collections.abc import Awaitable, Callable
 from fractions import Fraction
 from typing import Any
 
 import httpx
+import runkit
+from runkit import PRICES, App, event_list, of, one_app, post, run, settled
 
-from arck.reference.app import create_app
 from arck.reference.runtime import compaction
 from arck.reference.runtime.compaction import SUMMARY_PROMPT, WORKING_MEMORY
-from arck.reference.runtime.runstore import RunStore
 from arck.simulator.clock import VirtualClock
 from arck.simulator.provider import (
     ContextLengthExceeded,
     SimulatedProvider,
     Step,
     ToolCall,
-    script_tag,
 )
 
-FULL = {"Authorization": "Bearer arck-dev-full"}
-PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
 SMALL = {"name": "small", "model": "sim-1", "input_capacity": 8_000, "total_capacity": 12_000,
          "output_capacity": 1_000, "timeout_ms": 30_000, "prices": PRICES}
 BUDGET = 8_000 - 2_000
 RESERVATION = math.ceil((8_000 * 2_000_000 + 1_000 * 8_000_000) / 1_000_000)
-SCHEMA = {"type": "object"}
 
-World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock, RunStore]
-Transport = Callable[[SimulatedProvider], httpx.AsyncBaseTransport]
-
-
-def scenario(test: Callable[[World], Awaitable[None]], transport: Transport | None = None) -> None:
-    async def main() -> None:
-        clock = VirtualClock()
-        provider = SimulatedProvider(clock=clock)
-        wire = transport(provider) if transport is not None else provider.async_transport()
-        app = create_app(clock=clock, provider_transport=wire)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://reference.test", headers=FULL) as client:
-            try:
-                await test((client, provider, clock, app.state.runtime.runs))
-            finally:
-                await app.state.runtime.aclose()
-
-    asyncio.run(main())
-
-
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
-
-
-async def session(
-    client: httpx.AsyncClient, script: str, *, summary: dict[str, Any] | None = None,
-    funds: int = 100 * RESERVATION,
-) -> Any:
-    binding = await post(client, "/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": 16_384}
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
-    channel = await post(client, "/v1/channels", SMALL)
-    body = {"tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-            "system_prompt": f"You help with orders. {script_tag(script)}"}
-    if summary is not None:
-        body["summary_channel_id"] = (await post(client, "/v1/channels", summary))["channel_id"]
-    version = await post(client, "/v1/agents/agent-1/versions", body)
-    wallet = await post(client, "/v1/wallets", {"name": "w"})
-    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
-    return await post(client, "/v1/sessions", {"agent_version": version["agent_version"],
-                                               "wallet_id": wallet["wallet_id"]})
-
-
-async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
-    for _ in range(200):
-        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
-        if snapshot["state"] in {"ended", "waiting_tools"}:
-            return snapshot
-        await clock.sleep(1.0)
-    raise AssertionError(f"run {run_id} never settled: {snapshot}")
-
-
-async def all_events(client: httpx.AsyncClient, run_id: str) -> list[Any]:
-    answer = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
-    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
-    return list(answer)
+# A session on the small channel, whose lookups keep 16 KB in context.
+session = functools.partial(runkit.session, channel=SMALL, budget=16_384,
+                            prompt="You help with orders.", funds=100 * RESERVATION)
 
 
 def lookups(n: int, end: str = "Done.") -> list[Step]:
@@ -113,7 +51,7 @@ async def drive(
     size: int = 3_000,
 ) -> tuple[str, list[Any]]:
     """One run: answer every tool call with a receipt of `size` notes until the run ends."""
-    r = await post(client, f"/v1/sessions/{session_id}/runs", {"input": text})
+    r = await run(client, session_id, text)
     receipts = 0
     while (snapshot := await settled(client, clock, r["run_id"]))["state"] == "waiting_tools":
         calls = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()["tool_calls"]
@@ -123,19 +61,15 @@ async def drive(
                 body = {"receipt_id": f"rc-{session_id[-2:]}-{receipts}", "kind": "completed",
                         "result": result(receipts, size)}
                 await post(client, f"/v1/tool-calls/{call['call_id']}/receipts", body, 200)
-    return snapshot["end_reason"], await all_events(client, r["run_id"])
-
-
-def of(events: list[Any], kind: str) -> list[Any]:
-    return [e["data"] for e in events if e["type"] == kind]
+    return snapshot["end_reason"], await event_list(client, r["run_id"])
 
 
 async def text_run(
     client: httpx.AsyncClient, clock: VirtualClock, session_id: str, size: int
 ) -> tuple[str, list[Any]]:
-    r = await post(client, f"/v1/sessions/{session_id}/runs", {"input": "w" * size})
+    r = await run(client, session_id, "w" * size)
     snapshot = await settled(client, clock, r["run_id"])
-    return snapshot["end_reason"], await all_events(client, r["run_id"])
+    return snapshot["end_reason"], await event_list(client, r["run_id"])
 
 
 async def items(client: httpx.AsyncClient, session_id: str, kind: str) -> list[Any]:
@@ -182,7 +116,7 @@ class SummaryText(httpx.AsyncBaseTransport):
 
 
 def test_local_compaction_first_keeps_facts_and_the_last_two_exchanges() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, runs = world
         provider.add_script("s", lookups(8))
         s = await session(client, "s")
@@ -228,11 +162,11 @@ def test_local_compaction_first_keeps_facts_and_the_last_two_exchanges() -> None
         first = [json.loads(t) for t in runs.history(s["session_id"], "execution", 0)]
         assert json.loads(first[3]["content"]) == result(1)
 
-    scenario(test)
+    one_app(test)
 
 
 def test_summary_only_when_local_is_not_enough_and_spaced() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         provider.add_script("s", [Step(text="ok") for _ in range(14)])
         s = await session(client, "s")
@@ -275,7 +209,7 @@ def test_summary_only_when_local_is_not_enough_and_spaced() -> None:
         assert Fraction(7, 10) <= seen[6][1] < Fraction(92, 100)  # 4 main calls completed
         appends_between_compactions(provider, 3)
 
-    scenario(test)
+    one_app(test)
 
 
 SUMMARY_CHANNEL = {"name": "summarizer", "model": "sim-2", "input_capacity": 16_000,
@@ -284,7 +218,7 @@ SUMMARY_CHANNEL = {"name": "summarizer", "model": "sim-2", "input_capacity": 16_
 
 
 def test_summary_is_charged_to_the_run_wallet_and_never_a_sample() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         provider.add_script("s", [Step(text="ok") for _ in range(6)])
         s = await session(client, "s", summary=SUMMARY_CHANNEL)
@@ -328,11 +262,11 @@ def test_summary_is_charged_to_the_run_wallet_and_never_a_sample() -> None:
         assert body["messages"][0] == {"role": "system", "content": SUMMARY_PROMPT}
         assert len([r for r in provider.recorded() if r.conversation == "s"]) == 6
 
-    scenario(test)
+    one_app(test)
 
 
 def test_refused_summary_leaves_history_unchanged() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, _, clock, runs = world
         s = await session(client, "s")
         sid = s["session_id"]
@@ -361,15 +295,15 @@ def test_refused_summary_leaves_history_unchanged() -> None:
         assert [e["purpose"] for e in of(events, "model_call.started")] == ["summary"]
         assert len(provider_calls(world)) == sent + 1
 
-    scenario(test, lambda provider: SummaryText(provider, "Refunds done, see call_999999_0."))
+    one_app(test, lambda provider: SummaryText(provider, "Refunds done, see call_999999_0."))
 
 
-def provider_calls(world: World) -> list[Any]:
+def provider_calls(world: App) -> list[Any]:
     return list(world[1].recorded())
 
 
 def test_input_alone_over_the_budget_ends_before_sending() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         s = await session(client, "s")
         reason, events = await text_run(client, clock, s["session_id"], 30_000)
@@ -384,11 +318,11 @@ def test_input_alone_over_the_budget_ends_before_sending() -> None:
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert (wallet["reserved"], wallet["charged"]) == (0, 0)
 
-    scenario(test)
+    one_app(test)
 
 
 def test_last_two_exchanges_over_the_budget_end_the_run() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         provider.add_script("s", lookups(3))
         s = await session(client, "s")
@@ -400,11 +334,11 @@ def test_last_two_exchanges_over_the_budget_end_the_run() -> None:
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert wallet["reserved"] == 0
 
-    scenario(test)
+    one_app(test)
 
 
 def test_context_overflow_is_repaired_and_sent_once_more() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         provider.add_script("s", [*lookups(3)[:3], Step(faults=[ContextLengthExceeded()]),
                                   Step(text="Done.")])
@@ -428,11 +362,11 @@ def test_context_overflow_is_repaired_and_sent_once_more() -> None:
         assert wallet["reserved"] == 0
         assert wallet["charged"] == sum(f["charge"] for f in finished)
 
-    scenario(test)
+    one_app(test)
 
 
 def test_context_overflow_that_cannot_shrink_ends_the_run() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         provider.add_script("s", [Step(faults=[ContextLengthExceeded()]), Step(text="never")])
         s = await session(client, "s")
@@ -444,11 +378,11 @@ def test_context_overflow_that_cannot_shrink_ends_the_run() -> None:
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert (wallet["reserved"], wallet["charged"]) == (0, 0)
 
-    scenario(test)
+    one_app(test)
 
 
 def test_a_second_overflow_ends_the_run() -> None:
-    async def test(world: World) -> None:
+    async def test(world: App) -> None:
         client, provider, clock, _ = world
         overflow = Step(faults=[ContextLengthExceeded()])
         provider.add_script("s", [*lookups(3)[:3], overflow, overflow, Step(text="never")])
@@ -459,7 +393,7 @@ def test_a_second_overflow_ends_the_run() -> None:
         assert len(refused) == 2
         assert len([r for r in provider.recorded() if r.conversation == "s"]) == 5
 
-    scenario(test)
+    one_app(test)
 
 
 def _history() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -4,7 +4,6 @@ RUN-12, BIL-03). In-process on a virtual clock, then `arck serve` killed with SI
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import signal
 import socket
@@ -12,108 +11,37 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from runkit import CHANNEL, FULL, FUNDS, LEASE, PRICES, RESERVATION, SCHEMA, World
+from runkit import (
+    FULL,
+    FUNDS,
+    LEASE,
+    RESERVATION,
+    Swallow,
+    World,
+    call_started,
+    charge,
+    ended,
+    event_list,
+    of,
+    run,
+    scenario,
+    session,
+    until,
+)
 
-from arck.reference.app import create_app
-from arck.simulator.clock import RealClock, VirtualClock
-from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, script_tag, server
-
-
-def charge(usage: dict[str, Any]) -> int:
-    cached = usage["prompt_tokens_details"]["cached_tokens"]
-    return math.ceil(((usage["prompt_tokens"] - cached) * PRICES["input"]
-                      + cached * PRICES["cached_input"]
-                      + usage["completion_tokens"] * PRICES["output"]) / 1_000_000)
-
-
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
-
-
-async def session(client: httpx.AsyncClient, script: str) -> dict[str, Any]:
-    binding = await post(client, "/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
-    channel = await post(client, "/v1/channels", CHANNEL)
-    version = await post(client, "/v1/agents/agent-1/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"You help. {script_tag(script)}"})
-    wallet = await post(client, "/v1/wallets", {"name": "w"})
-    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
-    answer: dict[str, Any] = await post(client, "/v1/sessions", {
-        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
-    return answer
-
-
-async def until(client: httpx.AsyncClient, clock: VirtualClock, run_id: str,
-                done: Callable[[dict[str, Any]], bool], limit: float = 600) -> dict[str, Any]:
-    start = clock.now()
-    while clock.now() - start < limit:
-        snapshot: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
-        if done(snapshot):
-            return snapshot
-        await clock.sleep(0.5)
-    raise AssertionError(f"run {run_id}: {snapshot}")
-
-
-async def event_list(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
-    answer: list[dict[str, Any]] = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
-    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
-    return answer
-
-
-def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e["data"] for e in events if e["type"] == kind]
-
-
-class Swallow(httpx.AsyncBaseTransport):
-    """Forwards to the provider, except what `blocked` names, which never leaves (a request
-    lost before it reached the provider, or a lookup that fails)."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, *, completions: bool = False,
-                 lookups: bool = False) -> None:
-        self.inner = inner
-        self.completions = completions
-        self.lookups = lookups
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.completions and request.url.path.endswith("/chat/completions"):
-            await asyncio.Event().wait()
-        if self.lookups and "/arck/requests" in request.url.path:
-            return httpx.Response(503, json={"error": "down"})
-        return await self.inner.handle_async_request(request)
-
-
-
-
-def scenario(test: Callable[[World], Awaitable[None]]) -> None:
-    async def main() -> None:
-        world = World()
-        try:
-            await test(world)
-        finally:
-            await world.close()
-
-    asyncio.run(main())
+from arck.simulator.clock import RealClock
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, server
 
 
 async def mid_call(client: httpx.AsyncClient, world: World, run_id: str) -> None:
     await until(client, world.clock, run_id, lambda s: s["state"] == "running", 5)
-    for _ in range(100):
-        if of_type(await event_list(client, run_id), "model_call.started"):
-            return
-        await world.clock.sleep(0.01)
-    raise AssertionError("no model call started")
+    await call_started(client, world.clock, run_id)
 
 
 def test_a_lost_worker_is_taken_over_and_its_answer_applied_without_resend() -> None:
@@ -121,22 +49,22 @@ def test_a_lost_worker_is_taken_over_and_its_answer_applied_without_resend() -> 
         world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
         first = world.client()
         s = await session(first, "s")
-        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        r = await run(first, s["session_id"], "Hello")
         await mid_call(first, world, r["run_id"])
         crashed_at = world.clock.now()
         await world.crash()
         second = world.client()
-        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        done = await ended(second, world.clock, r["run_id"])
         assert done["end_reason"] == "completed"
         events = await event_list(second, r["run_id"])
-        [recovered] = of_type(events, "run.recovered")
+        [recovered] = of(events, "run.recovered")
         assert recovered["previous_worker"].startswith("inst-000001.")
         assert recovered["worker"].startswith("inst-000002.")
         assert recovered["lease_expired_at"] <= crashed_at + LEASE
-        [started] = of_type(events, "model_call.started")
-        [reconciled] = of_type(events, "model_call.reconciled")
+        [started] = of(events, "model_call.started")
+        [reconciled] = of(events, "model_call.reconciled")
         assert (reconciled["verdict"], reconciled["resent"]) == ("processed", False)
-        [finished] = of_type(events, "model_call.finished")
+        [finished] = of(events, "model_call.finished")
         assert finished["outcome"] == "answered"
         [record] = world.provider.lookup_key(started["call_id"])  # sent once, never again
         assert record.outcome == "lost"
@@ -156,16 +84,16 @@ def test_a_call_that_never_arrived_is_sent_once_after_the_check() -> None:
         world.provider.add_script("s", [Step(text="Done.")])
         first = world.client(Swallow(world.provider.async_transport(), completions=True))
         s = await session(first, "s")
-        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        r = await run(first, s["session_id"], "Hello")
         await mid_call(first, world, r["run_id"])
         await world.crash()
         assert world.provider.records() == []
         second = world.client()
-        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        done = await ended(second, world.clock, r["run_id"])
         assert done["end_reason"] == "completed"
         events = await event_list(second, r["run_id"])
-        [started] = of_type(events, "model_call.started")
-        [reconciled] = of_type(events, "model_call.reconciled")
+        [started] = of(events, "model_call.started")
+        [reconciled] = of(events, "model_call.reconciled")
         assert (reconciled["verdict"], reconciled["resent"]) == ("not_processed", True)
         [record] = world.provider.lookup_key(started["call_id"])
         assert record.outcome == "answered"
@@ -178,23 +106,23 @@ def test_without_the_lookup_the_run_ends_cost_pending_then_settles_later() -> No
         world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
         first = world.client()
         s = await session(first, "s")
-        r = await post(first, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
+        r = await run(first, s["session_id"], "Hello")
         await mid_call(first, world, r["run_id"])
         await world.crash()
         second = world.client(Swallow(world.provider.async_transport(), lookups=True))
-        done = await until(second, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        done = await ended(second, world.clock, r["run_id"])
         assert done["end_reason"] == "cost_pending_reconciliation"
         wallet = (await second.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert (wallet["reserved"], wallet["charged"]) == (RESERVATION, 0)
-        [reconciled] = of_type(await event_list(second, r["run_id"]), "model_call.reconciled")
+        [reconciled] = of(await event_list(second, r["run_id"]), "model_call.reconciled")
         assert reconciled["verdict"] == "unavailable"
         await world.crash()
         third = world.client()  # the lookup answers again: the reservation settles
         await third.get(f"/v1/runs/{r['run_id']}")
         await world.clock.sleep(400)
         events = await event_list(third, r["run_id"])
-        [record] = world.provider.lookup_key(of_type(events, "model_call.started")[0]["call_id"])
-        late = of_type(events, "model_call.reconciled")[-1]
+        [record] = world.provider.lookup_key(of(events, "model_call.started")[0]["call_id"])
+        late = of(events, "model_call.reconciled")[-1]
         assert (late["verdict"], late["charge"]) == ("processed", charge(record.usage))
         assert events[-1]["type"] == "model_call.reconciled"  # after run.ended: not revived
         snapshot = (await third.get(f"/v1/runs/{r['run_id']}")).json()
@@ -213,16 +141,16 @@ def test_a_timed_out_call_is_reconciled_and_its_reservation_settles() -> None:
         world.provider.add_script("s", [Step(text="late", faults=[SlowAnswer(seconds=120)])])
         client = world.client()
         s = await session(client, "s")
-        r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
-        done = await until(client, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        r = await run(client, s["session_id"], "Hello")
+        done = await ended(client, world.clock, r["run_id"])
         assert done["end_reason"] == "model_timeout"
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert wallet["reserved"] == RESERVATION
         await world.clock.sleep(70)
         events = await event_list(client, r["run_id"])
-        [started] = of_type(events, "model_call.started")
+        [started] = of(events, "model_call.started")
         [record] = world.provider.lookup_key(started["call_id"])
-        [reconciled] = of_type(events, "model_call.reconciled")
+        [reconciled] = of(events, "model_call.reconciled")
         assert reconciled["charge"] == charge(record.usage)
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert (wallet["reserved"], wallet["charged"]) == (0, charge(record.usage))
@@ -237,10 +165,10 @@ def test_the_lease_is_renewed_while_a_call_is_long() -> None:
         world.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=25)])])
         client = world.client()
         s = await session(client, "s")
-        r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
-        await until(client, world.clock, r["run_id"], lambda s: s["state"] == "ended")
+        r = await run(client, s["session_id"], "Hello")
+        await ended(client, world.clock, r["run_id"])
         events = await event_list(client, r["run_id"])
-        assert of_type(events, "run.recovered") == []  # 25 s > the 15 s lease: renewed
+        assert of(events, "run.recovered") == []  # 25 s > the 15 s lease: renewed
         assert events[-1]["data"] == {"end_reason": "completed"}
 
     scenario(test)
@@ -311,26 +239,15 @@ def _steps(i: int) -> list[Step]:
             Step(text=f"Second answer {i}.")]
 
 
-def _setup(client: httpx.Client, i: int) -> dict[str, Any]:
-    def post_sync(path: str, body: Any, status: int = 201) -> Any:
-        response = client.post(path, json=body)
-        assert response.status_code == status, response.text
-        return response.json()
+async def _sessions(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+    """RUNS sessions, each on a version of its own answered by script k{i}, and a wallet."""
+    return [await session(client, f"k{i}", prompt=f"Session {i}.", wallet_name=f"w{i}")
+            for i in range(RUNS)]
 
-    channel = post_sync("/v1/channels", CHANNEL)
-    binding = post_sync("/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
-    tool_set = post_sync("/v1/tool-sets", {"name": "t", "tools": [tool]})
-    version = post_sync("/v1/agents/agent-1/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"Session {i}. {script_tag(f'k{i}')}"})
-    wallet = post_sync("/v1/wallets", {"name": f"w{i}"})
-    post_sync(f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
-    answer: dict[str, Any] = post_sync("/v1/sessions", {
-        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
-    return answer
+
+async def _sessions_at(url: str) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=url, headers=FULL, timeout=10) as client:
+        return await _sessions(client)
 
 
 def _wait_ended(client: httpx.Client, run_ids: list[str], seconds: float) -> None:
@@ -347,48 +264,25 @@ def _uninterrupted() -> list[tuple[list[Any], list[Any]]]:
     """The same sessions and runs in-process, never interrupted: (formal, execution) each."""
 
     async def main() -> list[tuple[list[Any], list[Any]]]:
-        clock = VirtualClock()
-        provider = SimulatedProvider(clock=clock)
+        world = World()
         for i in range(RUNS):
-            provider.add_script(f"k{i}", _steps(i))
-        app = create_app(clock=clock, provider_transport=provider.async_transport())
+            world.provider.add_script(f"k{i}", _steps(i))
         histories = []
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://reference.test", headers=FULL) as client:
-            sessions = []
-            for i in range(RUNS):
-                sessions.append(await _setup_async(client, i))
+        async with world.client() as client:
+            sessions = await _sessions(client)
             for text in ("Where is my order?", "Thanks."):
                 for s in sessions:
-                    r = await post(client, f"/v1/sessions/{s['session_id']}/runs",
-                                   {"input": text})
-                    await until(client, clock, r["run_id"], lambda s: s["state"] == "ended")
+                    r = await run(client, s["session_id"], text)
+                    await ended(client, world.clock, r["run_id"])
             for s in sessions:
                 formal = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()
                 execution = (await client.get(
                     f"/v1/sessions/{s['session_id']}/execution-history")).json()
                 histories.append((formal["items"], execution["items"]))
-            await app.state.runtime.aclose()
+            await world.close()
         return histories
 
     return asyncio.run(main())
-
-
-async def _setup_async(client: httpx.AsyncClient, i: int) -> dict[str, Any]:
-    channel = await post(client, "/v1/channels", CHANNEL)
-    binding = await post(client, "/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
-    version = await post(client, "/v1/agents/agent-1/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"Session {i}. {script_tag(f'k{i}')}"})
-    wallet = await post(client, "/v1/wallets", {"name": f"w{i}"})
-    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": FUNDS}, 200)
-    answer: dict[str, Any] = await post(client, "/v1/sessions", {
-        "agent_version": version["agent_version"], "wallet_id": wallet["wallet_id"]})
-    return answer
 
 
 @pytest.mark.timeout(180)
@@ -404,8 +298,8 @@ def test_sigkill_mid_call_then_restart_continues_every_run_without_a_repeated_pa
     log = tmp_path / "serve.log"
     served = Served(args, port, log)
     try:
+        sessions = asyncio.run(_sessions_at(served.url))
         with httpx.Client(base_url=served.url, headers=FULL, timeout=10) as client:
-            sessions = [_setup(client, i) for i in range(RUNS)]
             first = [client.post(f"/v1/sessions/{s['session_id']}/runs",
                                  json={"input": "Where is my order?"}).json()["run_id"]
                      for s in sessions]
@@ -436,14 +330,14 @@ def test_sigkill_mid_call_then_restart_continues_every_run_without_a_repeated_pa
         served.stop()
     # The same formal (and execution) history as an uninterrupted run.
     assert histories == _uninterrupted()
-    recovered = [r for r in first if of_type(events[r], "run.recovered")]
+    recovered = [r for r in first if of(events[r], "run.recovered")]
     assert len(recovered) == 2, "two runs were mid-call when the server died"
     for r in recovered:
-        [reconciled] = of_type(events[r], "model_call.reconciled")
+        [reconciled] = of(events[r], "model_call.reconciled")
         assert (reconciled["verdict"], reconciled["resent"]) == ("processed", False)
     # No repeated paid model call: each call id reached the provider once, billed once.
     call_ids = [c["call_id"] for r in first + second
-                for c in of_type(events[r], "model_call.started")]
+                for c in of(events[r], "model_call.started")]
     assert len(call_ids) == 2 * RUNS
     records = provider.records()
     assert sorted(r.idempotency_key or "" for r in records) == sorted(call_ids)
@@ -453,10 +347,10 @@ def test_sigkill_mid_call_then_restart_continues_every_run_without_a_repeated_pa
     usage = {r.idempotency_key: r.usage for r in records}
     for s, wallet in zip(sessions, wallets, strict=True):
         charges = [f["charge"] for r in first + second for f in
-                   of_type(events[r], "model_call.finished")
+                   of(events[r], "model_call.finished")
                    if client_session(events[r]) == s["session_id"]]
         expected = [charge(usage[c["call_id"]]) for r in first + second  # type: ignore[arg-type]
-                    for c in of_type(events[r], "model_call.started")
+                    for c in of(events[r], "model_call.started")
                     if client_session(events[r]) == s["session_id"]]
         assert charges == expected
         assert wallet["reserved"] == 0

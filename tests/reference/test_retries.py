@@ -6,107 +6,43 @@ In-process on one virtual clock, with the simulated provider."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
-import math
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from runkit import CHANNEL, FUNDS, PRICES, RESERVATION, World
+import runkit
+from runkit import (
+    FUNDS,
+    RESERVATION,
+    Swallow,
+    World,
+    call_started,
+    charge,
+    event_list,
+    of,
+    run,
+    scenario,
+    session,
+    wallet,
+)
 
-from arck.simulator.clock import VirtualClock, until_idle
+from arck.simulator.clock import until_idle
 from arck.simulator.provider import (
     RateLimited,
     ServerError,
     SlowAnswer,
     Step,
-    script_tag,
 )
 
-
-class Swallow(httpx.AsyncBaseTransport):
-    """Model requests never leave (lost before reaching the provider); lookups go through."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/chat/completions"):
-            await asyncio.Event().wait()
-        return await self.inner.handle_async_request(request)
-
-
-def scenario(test: Callable[[World], Awaitable[None]]) -> None:
-    async def main() -> None:
-        world = World()
-        try:
-            await test(world)
-        finally:
-            await world.close()
-
-    asyncio.run(main())
-
-
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
-
-
-async def agent(client: httpx.AsyncClient, script: str) -> str:
-    channel = await post(client, "/v1/channels", CHANNEL)
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": []})
-    version = await post(client, "/v1/agents/agent-1/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"You help. {script_tag(script)}"})
-    return str(version["agent_version"])
-
-
-async def wallet(client: httpx.AsyncClient, funds: int = FUNDS) -> str:
-    answer = await post(client, "/v1/wallets", {"name": "w"})
-    await post(client, f"/v1/wallets/{answer['wallet_id']}/deposits", {"amount": funds}, 200)
-    return str(answer["wallet_id"])
+# These runs are polled every 0.25 s of the clock.
+ended = functools.partial(runkit.ended, step=0.25)
 
 
 async def start(client: httpx.AsyncClient, script: str, wallet_id: str | None = None) -> Any:
-    """A new session on its own agent version, and a run in it."""
-    wallet_id = wallet_id or await wallet(client)
-    s = await post(client, "/v1/sessions", {"agent_version": await agent(client, script),
-                                            "wallet_id": wallet_id})
-    r = await post(client, f"/v1/sessions/{s['session_id']}/runs", {"input": "Hello"})
-    return s, r
-
-
-async def until(client: httpx.AsyncClient, clock: VirtualClock, run_id: str,
-                done: Callable[[dict[str, Any]], bool], limit: float = 600) -> dict[str, Any]:
-    begin = clock.now()
-    while clock.now() - begin < limit:
-        snapshot: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
-        if done(snapshot):
-            return snapshot
-        await clock.sleep(0.25)
-    raise AssertionError(f"run {run_id}: {snapshot}")
-
-
-async def ended(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
-    return await until(client, clock, run_id, lambda s: s["state"] == "ended")
-
-
-async def events(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
-    answer: list[dict[str, Any]] = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
-    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
-    return answer
-
-
-def of(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e["data"] for e in items if e["type"] == kind]
-
-
-def cost(usage: dict[str, Any]) -> int:
-    cached = usage["prompt_tokens_details"]["cached_tokens"]
-    return math.ceil(((usage["prompt_tokens"] - cached) * PRICES["input"]
-                      + cached * PRICES["cached_input"]
-                      + usage["completion_tokens"] * PRICES["output"]) / 1_000_000)
+    """A new session on its own agent version (no tools), and a run in it."""
+    s = await session(client, script, budget=None, wallet_id=wallet_id)
+    return s, await run(client, s["session_id"], "Hello")
 
 
 async def money(client: httpx.AsyncClient, wallet_id: str) -> tuple[int, int, int]:
@@ -121,7 +57,7 @@ def test_a_503_is_retried_as_a_new_call_after_one_second() -> None:
         client = world.client()
         s, r = await start(client, "s")
         assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "completed"
-        items = await events(client, r["run_id"])
+        items = await event_list(client, r["run_id"])
         started = of(items, "model_call.started")
         finished = of(items, "model_call.finished")
         assert len(started) == len(finished) == 2
@@ -134,7 +70,7 @@ def test_a_503_is_retried_as_a_new_call_after_one_second() -> None:
         assert (finished[0]["outcome"], finished[0]["status"], finished[0]["charge"],
                 finished[0]["released"]) == ("refused", 503, 0, RESERVATION)
         assert finished[1]["outcome"] == "answered"
-        assert finished[1]["charge"] == cost(finished[1]["usage"])
+        assert finished[1]["charge"] == charge(finished[1]["usage"])
         [scheduled] = of(items, "model_call.retry_scheduled")
         assert (scheduled["call_id"], scheduled["attempt"], scheduled["status"],
                 scheduled["delay"], scheduled["retry_after"]) == (first, 1, 503, 1.0, None)
@@ -162,7 +98,7 @@ def test_a_429_retry_waits_exactly_its_retry_after() -> None:
         client = world.client()
         _, r = await start(client, "s")
         assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "completed"
-        items = await events(client, r["run_id"])
+        items = await event_list(client, r["run_id"])
         [scheduled] = of(items, "model_call.retry_scheduled")
         assert (scheduled["status"], scheduled["retry_after"], scheduled["delay"]) == (429, 7, 7)
         first, second = world.provider.records()
@@ -199,7 +135,7 @@ def test_four_refusals_end_the_run_model_timeout_with_nothing_charged() -> None:
         assert [x.status_code for x in records] == [503, 500, 502, 429]
         gaps = [b.received_at - a.received_at for a, b in itertools.pairwise(records)]
         assert gaps == [1, 2, 4]
-        items = await events(client, r["run_id"])
+        items = await event_list(client, r["run_id"])
         assert [e["delay"] for e in of(items, "model_call.retry_scheduled")] == [1, 2, 4]
         assert [e["charge"] for e in of(items, "model_call.finished")] == [0, 0, 0, 0]
         [gave_up] = of(items, "model_call.given_up")
@@ -224,7 +160,7 @@ def test_a_400_that_is_not_context_length_ends_the_run_at_once() -> None:
         assert (await ended(client, world.clock, r["run_id"]))["end_reason"] == "model_timeout"
         assert world.clock.now() - begin < 1
         assert len(world.provider.recorded()) == 1
-        items = await events(client, r["run_id"])
+        items = await event_list(client, r["run_id"])
         assert of(items, "model_call.retry_scheduled") == []
         [gave_up] = of(items, "model_call.given_up")
         assert (gave_up["status"], gave_up["calls"], gave_up["why"]) == (
@@ -250,11 +186,11 @@ def test_a_retry_without_funds_ends_insufficient_balance() -> None:
             shared = await wallet(client, RESERVATION)
             _, a = await start(client, "a", shared)
             await until_idle()
-            assert of(await events(client, a["run_id"]), "model_call.retry_scheduled")
+            assert of(await event_list(client, a["run_id"]), "model_call.retry_scheduled")
             _, b = await start(client, "b", shared)  # takes the funds while a waits
             await until_idle()
             await world.clock.advance(5)
-            items = await events(client, a["run_id"])
+            items = await event_list(client, a["run_id"])
             assert (await client.get(f"/v1/runs/{a['run_id']}")).json()["end_reason"] == \
                 "insufficient_balance"
             [refused] = of(items, "reservation.refused")
@@ -277,14 +213,14 @@ def test_a_worker_lost_during_the_backoff_keeps_the_retry_count() -> None:
         first = world.client()
         s, r = await start(first, "s")
         for _ in range(400):  # the second refusal, its retry 40 s away
-            if len(of(await events(first, r["run_id"]), "model_call.retry_scheduled")) == 2:
+            if len(of(await event_list(first, r["run_id"]), "model_call.retry_scheduled")) == 2:
                 break
             await world.clock.sleep(0.5)
         await world.crash()
         second = world.client()
         done = await ended(second, world.clock, r["run_id"])
         assert done["end_reason"] == "model_timeout"
-        items = await events(second, r["run_id"])
+        items = await event_list(second, r["run_id"])
         assert len(of(items, "run.recovered")) == 1
         started = of(items, "model_call.started")
         assert [e.get("retry", {}).get("attempt") for e in started] == [None, 1, 2, 3]
@@ -303,17 +239,14 @@ def test_a_takeover_whose_checked_call_is_refused_goes_on_to_retry() -> None:
     async def test(world: World) -> None:
         world.provider.add_script("s", [Step(faults=[ServerError(status=502)]),
                                         Step(text="Done.")])
-        first = world.client(Swallow(world.provider.async_transport()))
+        first = world.client(Swallow(world.provider.async_transport(), completions=True))
         _, r = await start(first, "s")
-        for _ in range(100):
-            if of(await events(first, r["run_id"]), "model_call.started"):
-                break
-            await world.clock.sleep(0.01)
+        await call_started(first, world.clock, r["run_id"])
         await world.crash()
         second = world.client()
         done = await ended(second, world.clock, r["run_id"])
         assert done["end_reason"] == "completed"
-        items = await events(second, r["run_id"])
+        items = await event_list(second, r["run_id"])
         [reconciled] = of(items, "model_call.reconciled")
         assert (reconciled["verdict"], reconciled["resent"]) == ("not_processed", True)
         started = of(items, "model_call.started")

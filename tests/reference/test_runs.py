@@ -2,103 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import itertools
 import json
 import math
-from collections.abc import Awaitable, Callable
 from fractions import Fraction
-from typing import Any
 
-import httpx
+import runkit
+from runkit import RESERVATION, App, event_list, of, one_app, post, run, settled
 
-from arck.reference.app import create_app
-from arck.simulator.clock import VirtualClock
-from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall, script_tag
+from arck.simulator.provider import SlowAnswer, Step, ToolCall
 
-FULL = {"Authorization": "Bearer arck-dev-full"}
-PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
-CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
-           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
-           "prices": PRICES}
-RESERVATION = math.ceil((100_000 * 2_000_000 + 4_000 * 8_000_000) / 1_000_000)
-SCHEMA = {"type": "object"}
-
-World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock]
-
-
-def scenario(test: Callable[[World], Awaitable[None]]) -> None:
-    async def main() -> None:
-        clock = VirtualClock()
-        provider = SimulatedProvider(clock=clock)
-        app = create_app(clock=clock, provider_transport=provider.async_transport())
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://reference.test", headers=FULL) as client:
-            try:
-                await test((client, provider, clock))
-            finally:
-                await app.state.runtime.aclose()
-
-    asyncio.run(main())
-
-
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
-
-
-async def version(client: httpx.AsyncClient, script: str, budget: int = 1024) -> str:
-    binding = await post(client, "/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": budget}
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
-    channel = await post(client, "/v1/channels", CHANNEL)
-    answer = await post(client, "/v1/agents/agent-1/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"You help. {script_tag(script)}"})
-    assert answer["max_context_tokens"] == 256_000
-    return str(answer["agent_version"])
-
-
-async def session(client: httpx.AsyncClient, script: str, funds: int = 10 * RESERVATION) -> Any:
-    wallet = await post(client, "/v1/wallets", {"name": "w"})
-    if funds:
-        await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
-    av = await version(client, script)
-    return await post(client, "/v1/sessions", {"agent_version": av,
-                                               "wallet_id": wallet["wallet_id"]})
-
-
-async def run(client: httpx.AsyncClient, session_id: str, text: str) -> Any:
-    return await post(client, f"/v1/sessions/{session_id}/runs", {"input": text})
-
-
-async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
-    for _ in range(200):
-        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
-        if snapshot["state"] in {"ended", "waiting_tools"}:
-            return snapshot
-        await clock.sleep(1.0)
-    raise AssertionError(f"run {run_id} never settled: {snapshot}")
-
-
-async def events(client: httpx.AsyncClient, run_id: str, kind: str) -> list[Any]:
-    answer = (await client.get(f"/v1/runs/{run_id}/events")).json()["events"]
-    assert [e["id"] for e in answer] == list(range(1, len(answer) + 1))
-    return [e["data"] for e in answer if e["type"] == kind]
+# Every version made here must have the default max_context_tokens (RUN-05).
+version = functools.partial(runkit.version, context=256_000)
+session = functools.partial(runkit.session, context=256_000)
 
 
 def test_text_completes_and_is_charged_exactly() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(text="Done.")])
         s = await session(client, "s")
         r = await run(client, s["session_id"], "Hello")
         assert (r["state"], r["end_reason"]) == ("queued", None)
         assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
-        [finished] = await events(client, r["run_id"], "model_call.finished")
+        [finished] = of(await event_list(client, r["run_id"]), "model_call.finished")
         usage = finished["usage"]
         cached = usage["prompt_tokens_details"]["cached_tokens"]
         expected = math.ceil(((usage["prompt_tokens"] - cached) * 2_000_000 + cached * 500_000
@@ -116,12 +44,12 @@ def test_text_completes_and_is_charged_exactly() -> None:
         assert history == [{"type": "user", "text": "Hello"},
                            {"type": "assistant", "text": "Done."}]
 
-    scenario(test)
+    one_app(test)
 
 
 def test_input_and_approval_requests_end_with_their_reasons() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(request_input="Which order?"),
                                   Step(request_approval="Refund?"), Step(text="Refunded.")])
         s = await session(client, "s")
@@ -134,12 +62,12 @@ def test_input_and_approval_requests_end_with_their_reasons() -> None:
         sizes = [len(json.loads(r.body)["messages"]) for r in sent]
         assert [r.messages_common for r in sent] == [None, *sizes[:-1]]  # each extends the last
 
-    scenario(test)
+    one_app(test)
 
 
 def test_tool_call_waits_for_its_receipt_projected_once() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={"id": 7})]),
                                   Step(text="Here it is."), Step(text="Again.")])
         s = await session(client, "s")
@@ -165,20 +93,20 @@ def test_tool_call_waits_for_its_receipt_projected_once() -> None:
         formal = (await client.get(f"/v1/sessions/{s['session_id']}/history")).json()["items"]
         assert {"type": "receipt", "call_id": call["call_id"], **receipt} in formal
 
-    scenario(test)
+    one_app(test)
 
 
 def test_calibration_arithmetic_is_exact() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(text="one"), Step(text="two"), Step(text="three")])
         s = await session(client, "s")
         started, finished = [], []
         for text in ("first question", "second", "third one please"):
             r = await run(client, s["session_id"], text)
             await settled(client, clock, r["run_id"])
-            started += await events(client, r["run_id"], "model_call.started")
-            finished += await events(client, r["run_id"], "model_call.finished")
+            started += of(await event_list(client, r["run_id"]), "model_call.started")
+            finished += of(await event_list(client, r["run_id"]), "model_call.finished")
         first = started[0]
         assert first["calibrated_estimate"] == first["raw_estimate"]  # no sample: raw
         assert first["coefficient"] == 1.0
@@ -198,23 +126,23 @@ def test_calibration_arithmetic_is_exact() -> None:
             assert event["reservation"] == RESERVATION
             samples.append((event["raw_estimate"], finished[i]["usage"]["prompt_tokens"]))
 
-    scenario(test)
+    one_app(test)
 
 
 def test_insufficient_balance_never_sends() -> None:
-    async def test(world: World) -> None:
-        client, provider, _ = world
+    async def test(world: App) -> None:
+        client, provider, _, _ = world
         s = await session(client, "s", funds=RESERVATION - 1)
         r = await run(client, s["session_id"], "Hello")
         assert (r["state"], r["end_reason"]) == ("ended", "insufficient_balance")
         assert provider.recorded() == []
 
-    scenario(test)
+    one_app(test)
 
 
 def test_slow_answer_times_out_on_the_virtual_clock_without_resend() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(text="late", faults=[SlowAnswer(seconds=120)])])
         s = await session(client, "s")
         start = clock.now()
@@ -225,12 +153,12 @@ def test_slow_answer_times_out_on_the_virtual_clock_without_resend() -> None:
         wallet = (await client.get(f"/v1/wallets/{s['wallet_id']}")).json()
         assert (wallet["reserved"], wallet["charged"]) == (RESERVATION, 0)  # cost-pending
 
-    scenario(test)
+    one_app(test)
 
 
 def test_many_runs_on_one_wallet_conserve_money() -> None:
-    async def test(world: World) -> None:
-        client, _, clock = world
+    async def test(world: App) -> None:
+        client, _, clock, _ = world
         wallet = await post(client, "/v1/wallets", {"name": "shared"})
         funds = 3 * RESERVATION + 5
         await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": funds}, 200)
@@ -245,7 +173,7 @@ def test_many_runs_on_one_wallet_conserve_money() -> None:
         for r in runs:
             reasons.append((await settled(client, clock, r["run_id"]))["end_reason"])
             charged += sum(f["charge"] for f in
-                           await events(client, r["run_id"], "model_call.finished"))
+                           of(await event_list(client, r["run_id"]), "model_call.finished"))
         after = (await client.get(f"/v1/wallets/{wallet['wallet_id']}")).json()
         assert set(reasons) <= {"completed", "insufficient_balance"}
         assert "completed" in reasons
@@ -253,12 +181,12 @@ def test_many_runs_on_one_wallet_conserve_money() -> None:
         assert after["balance"] + after["charged"] == funds
         assert after["reserved"] == 0
 
-    scenario(test)
+    one_app(test)
 
 
 def test_session_keeps_its_version() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         s = await session(client, "old")
         await version(client, "new")  # a newer version of the same agent
         r = await run(client, s["session_id"], "Hello")
@@ -266,4 +194,4 @@ def test_session_keeps_its_version() -> None:
         [sent] = provider.recorded()
         assert sent.conversation == "old"
 
-    scenario(test)
+    one_app(test)

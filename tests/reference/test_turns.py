@@ -5,74 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+from runkit import AGENT, App, one_app, post, run, session, settled
 
-from arck.reference.app import create_app
-from arck.simulator.clock import VirtualClock
-from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall, script_tag
-
-FULL = {"Authorization": "Bearer arck-dev-full"}
-CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
-           "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
-           "prices": {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}}
-SCHEMA = {"type": "object"}
-AGENT = "agent-1"
-
-World = tuple[httpx.AsyncClient, SimulatedProvider, VirtualClock]
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall
 
 
-def scenario(test: Callable[[World], Awaitable[None]]) -> None:
-    async def main() -> None:
-        clock = VirtualClock()
-        provider = SimulatedProvider(clock=clock)
-        app = create_app(clock=clock, provider_transport=provider.async_transport())
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://reference.test", headers=FULL) as client:
-            try:
-                await test((client, provider, clock))
-            finally:
-                await app.state.runtime.aclose()
-
-    asyncio.run(main())
-
-
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
-    assert response.status_code == status, response.text
-    return response.json()
-
-
-async def session(client: httpx.AsyncClient, script: str) -> str:
-    binding = await post(client, "/v1/bindings", {"name": "orders"})
-    tool = {"name": "lookup", "description": "Read an order.",
-            "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-            "output_schema": SCHEMA, "max_result_context_bytes": 1024}
-    tool_set = await post(client, "/v1/tool-sets", {"name": "t", "tools": [tool]})
-    channel = await post(client, "/v1/channels", CHANNEL)
-    version = await post(client, f"/v1/agents/{AGENT}/versions", {
-        "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-        "system_prompt": f"You help. {script_tag(script)}"})
-    wallet = await post(client, "/v1/wallets", {"name": "w"})
-    await post(client, f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": 10**12}, 200)
-    answer = await post(client, "/v1/sessions", {"agent_version": version["agent_version"],
-                                                 "wallet_id": wallet["wallet_id"]})
-    return str(answer["session_id"])
+async def new_session(client: httpx.AsyncClient, script: str) -> str:
+    return str((await session(client, script, funds=10**12))["session_id"])
 
 
 async def start(client: httpx.AsyncClient, session_id: str, text: str) -> str:
-    return str((await post(client, f"/v1/sessions/{session_id}/runs", {"input": text}))["run_id"])
-
-
-async def settled(client: httpx.AsyncClient, clock: VirtualClock, run_id: str) -> Any:
-    for _ in range(200):
-        snapshot = (await client.get(f"/v1/runs/{run_id}")).json()
-        if snapshot["state"] in {"ended", "waiting_tools"}:
-            return snapshot
-        await clock.sleep(1.0)
-    raise AssertionError(f"run {run_id} never settled: {snapshot}")
+    return str((await run(client, session_id, text))["run_id"])
 
 
 async def in_flight(client: httpx.AsyncClient, provider: SimulatedProvider, count: int) -> None:
@@ -100,13 +46,13 @@ def sent(provider: SimulatedProvider) -> list[list[Any]]:
 
 
 def test_input_during_the_call_discards_the_plan() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [
             Step(tool_calls=[ToolCall(name="lookup", arguments={"id": 1})],
                  faults=[SlowAnswer(seconds=5)]),
             Step(text="Noted.")])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Find order 1")
         await in_flight(client, provider, 1)
         answer = await post(client, f"/v1/runs/{run_id}/input", {"input": "Order 2 instead"},
@@ -126,15 +72,15 @@ def test_input_during_the_call_discards_the_plan() -> None:
                            {"type": "user", "text": "Order 2 instead"},
                            {"type": "assistant", "text": "Noted."}]
 
-    scenario(test)
+    one_app(test)
 
 
 def test_input_after_acceptance_waits_for_the_batch() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})]),
                                   Step(text="Done.")])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Find it")
         assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
         await post(client, f"/v1/runs/{run_id}/input", {"input": "and hurry"}, 200)
@@ -149,15 +95,15 @@ def test_input_after_acceptance_waits_for_the_batch() -> None:
         assert [m["role"] for m in new] == ["assistant", "tool", "user"]
         assert new[2]["content"] == "and hurry"
 
-    scenario(test)
+    one_app(test)
 
 
 def test_input_during_a_text_turn_continues_and_ended_runs_refuse() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(text="One.", faults=[SlowAnswer(seconds=3)]),
                                   Step(text="Two.")])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Count")
         await in_flight(client, provider, 1)
         await post(client, f"/v1/runs/{run_id}/input", {"input": "more"}, 200)
@@ -177,18 +123,18 @@ def test_input_during_a_text_turn_continues_and_ended_runs_refuse() -> None:
                                      headers={"Authorization": "Bearer arck-dev-readonly"})
         assert readonly.status_code == 403
 
-    scenario(test)
+    one_app(test)
 
 
 # -- permission revocation (RUN-14) -------------------------------------------------------------
 
 
 def test_revocation_during_the_call_refuses_the_plan() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})],
                                        faults=[SlowAnswer(seconds=5)])])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Find it")
         await in_flight(client, provider, 1)
         revoked = await post(client, f"/v1/agents/{AGENT}/tool-revocations",
@@ -201,15 +147,15 @@ def test_revocation_during_the_call_refuses_the_plan() -> None:
         assert [c["state"] for c in await calls(client, run_id)] == ["revoked"]
         assert "tool_plan.refused" in await kinds(client, run_id)
 
-    scenario(test)
+    one_app(test)
 
 
 def test_revocation_while_waiting_keeps_dispatched_calls_and_ends_at_the_next_step() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})]),
                                   Step(text="never sent")])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Find it")
         assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
         await post(client, f"/v1/agents/{AGENT}/tool-revocations", {"tool_name": "lookup"})
@@ -228,28 +174,28 @@ def test_revocation_while_waiting_keeps_dispatched_calls_and_ends_at_the_next_st
                                 json={"tool_name": "no spaces"})
         assert bad.status_code == 422
 
-    scenario(test)
+    one_app(test)
 
 
 def test_a_later_run_of_the_agent_never_dispatches_the_revoked_tool() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})])])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         await post(client, f"/v1/agents/{AGENT}/tool-revocations", {"tool_name": "lookup"})
         run_id = await start(client, s, "Find it")
         assert (await settled(client, clock, run_id))["end_reason"] == "permission_changed"
         assert [c["state"] for c in await calls(client, run_id)] == ["revoked"]
 
-    scenario(test)
+    one_app(test)
 
 
 # -- the chat-history tool (RUN-10) -------------------------------------------------------------
 
 
 def test_chat_history_returns_only_visible_text() -> None:
-    async def test(world: World) -> None:
-        client, provider, clock = world
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
         provider.add_script("s", [
             Step(tool_calls=[ToolCall(name="lookup", arguments={"q": "ARGS-SECRET"})]),
             Step(text="Order shipped."),
@@ -257,7 +203,7 @@ def test_chat_history_returns_only_visible_text() -> None:
                              ToolCall(name="arck_chat_history", arguments={"limit": 1}),
                              ToolCall(name="arck_chat_history", arguments="not json")]),
             Step(text="Recalled.")])
-        s = await session(client, "s")
+        s = await new_session(client, "s")
         run_id = await start(client, s, "Where is order 1?")
         assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
         [call] = await calls(client, run_id)
@@ -278,4 +224,4 @@ def test_chat_history_returns_only_visible_text() -> None:
         assert tools[2]["error"] == "invalid_arguments"
         assert "SECRET" not in json.dumps(tools)
 
-    scenario(test)
+    one_app(test)
