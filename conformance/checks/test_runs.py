@@ -124,7 +124,12 @@ RESULTS = st.tuples(
 )
 
 
-@property_check("BUD-15", "BUD-16", "BUD-17", "RUN-07", cases=RESULTS)
+# Results within the budget but over half of it, and well over it, in 1- and 2-byte text.
+SIZED_RESULTS = ((1024, ["x" * 300, "y" * 300]), (2048, ["é" * 400] * 8),
+                 (4096, ["z" * 299] * 12))
+
+
+@property_check("BUD-15", "BUD-16", "BUD-17", "RUN-07", cases=RESULTS, examples=SIZED_RESULTS)
 def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -> None:
     """A completed result of any size is accepted, kept in full in the formal history, and
     enters the execution history once, within its budget, identical in every later request."""
@@ -338,7 +343,7 @@ def test_session_stays_on_its_version(ctx: CheckContext) -> None:
                 f"{len(w.requests(newer))} on the newer version's")
 
 
-@property_check("DRY-03", "DRY-04", cases=RESULTS)
+@property_check("DRY-03", "DRY-04", cases=RESULTS, examples=SIZED_RESULTS)
 def test_dry_run_previews_what_a_run_stores(ctx: CheckContext, case: Any) -> None:
     """The dry-run's context_preview.result is what a real run puts in the execution history
     for the same result and version; the dry-run itself calls no model."""

@@ -778,6 +778,24 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("AUTH-03",),
         "runs:tenant_blind_runs",
     ),
+    (
+        "runs-project-at-half-budget",
+        "runs project tool results at half the tool's budget; dry-runs use all of it",
+        ("DRY-03",),
+        "runs:half_budget_in_runs",
+    ),
+    (
+        "never-compacts",
+        "no compaction and no giving up: a request over the budget is sent",
+        ("CTX-15",),
+        "runs:never_compacts",
+    ),
+    (
+        "ends-model-error",
+        "a run whose model gave no usable answer ends model_error, not a reason of RUN-16",
+        ("RUN-16",),
+        "runs:model_error",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -118,6 +118,16 @@ class _AfterSettle(Workers):
         return None
 
 
+class ModelErrorWorkers(_AfterSettle):
+    """Ends a run whose model gave no usable answer with `model_error`, a reason RUN-16 does
+    not have (the reference's own provisional name, once)."""
+
+    def adjust(self, db: Any, session: SessionRow, call_id: str) -> None:
+        db.execute("UPDATE runs SET end_reason = 'model_error' WHERE end_reason = "
+                   "'model_timeout' AND id = (SELECT run_id FROM model_calls WHERE id = ?)",
+                   (call_id,))
+
+
 class KeptReservationWorkers(_AfterSettle):
     """Never gives back the part of a reservation the call did not use (BIL-01, BIL-04)."""
 
@@ -201,6 +211,18 @@ class _TenantBlindRuns(RunStore):
         return super().run(rows[0][0], run_id) if rows else None
 
 
+class _HalfBudgetRuns(RunStore):
+    """Runs project tool results at half the tool's budget; dry-runs still use all of it
+    (DRY-03: the preview is what a run stores)."""
+
+    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
+        found = super().tool_call(tenant, call_id)
+        if found is None:
+            return None
+        run_id, session_id, tool_call_id, budget, state = found
+        return run_id, session_id, tool_call_id, max(budget // 2, 1), state
+
+
 def _with_runs(store_class: type[RunStore]) -> type[Workers]:
     class SwappedStoreWorkers(Workers):
         def __init__(self, store: Any, runs: RunStore, *args: Any, **kwargs: Any) -> None:
@@ -264,6 +286,18 @@ def tenant_blind_runs() -> FastAPI:
     return serve(workers_class=_with_runs(_TenantBlindRuns))
 
 
+def half_budget_in_runs() -> FastAPI:
+    return serve(workers_class=_with_runs(_HalfBudgetRuns))
+
+
+def never_compacts() -> FastAPI:
+    return serve(workers_class=_compacting(_NeverCompacts))
+
+
+def model_error() -> FastAPI:
+    return serve(workers_class=ModelErrorWorkers)
+
+
 def cancels_tools() -> FastAPI:
     return serve(runtime_class=CancelsToolsRuntime)
 
@@ -305,6 +339,12 @@ class NoMarginWorkers(Workers):
     @staticmethod
     def budget_of(window: int, input_capacity: int, total: int, output: int) -> int:
         return min(window, input_capacity, total - output)
+
+
+class _NeverCompacts(Compactor):
+    """Never compacts and never gives up: a request over the budget is sent (CTX-15)."""
+
+    threshold = Fraction(1_000)
 
 
 class _Unspaced(Compactor):
