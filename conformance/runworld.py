@@ -105,12 +105,14 @@ class RunWorld:
         budget: int = 1024,
         max_context_tokens: int | None = None,
         summary_channel: Channel | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> Agent:
-        """A version on `channel` with one tool of `budget` bytes, following `steps`."""
+        """A version on `channel` with one tool of `budget` bytes (and input `schema`),
+        following `steps`."""
         channel = channel or self.channel()
         script = self.ctx.name("script")
         self.provider.add_script(script, list(steps))
-        tool = {**self.ctx.tool(budget), "name": TOOL}
+        tool = {**self.ctx.tool(budget, schema), "name": TOOL}
         tool_set = self.target.publish_tool_set({"name": self.ctx.name("tools"), "tools": [tool]})
         prompt = f"You are an arck conformance agent. {script_tag(script)}"
         body: dict[str, Any] = {

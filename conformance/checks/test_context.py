@@ -412,3 +412,47 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
               if "by-summary" in str(c.get("arguments"))]
     expect(not forged, "CTX-06", "no tool call coming from the summary model",
            str(forged[:2]))
+
+
+def _schema(properties: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {
+        f"field_{i}": {"type": "string", "description": f"the caller's field number {i}"}
+        for i in range(properties)}}
+
+
+@property_check("CTX-13", cases=st.tuples(st.integers(min_value=0, max_value=3),
+                                          st.integers(min_value=20, max_value=120),
+                                          st.text(min_size=1, max_size=200)))
+def test_first_estimate_is_of_the_whole_request(ctx: CheckContext, case: Any) -> None:
+    """With no sample yet, the estimate used is the lightweight one of the whole request,
+    tool definitions included: a larger tool schema is a larger estimate."""
+    small, large, text = case
+    w = world(ctx)
+    figures = []
+    for properties in (small, large):
+        channel = w.channel(ChannelSpec(model=w.ctx.name("fresh-model")))
+        agent = w.agent([Step(text="ok")], channel=channel, schema=_schema(properties))
+        run = w.start(w.session(agent, w.wallet(FUNDS)), text)
+        w.settle(run["run_id"])
+        [first] = _main(_started(w, run["run_id"]))[:1] or [{}]
+        figures.append(first)
+        raw = first.get("raw_estimate")
+        expect(isinstance(raw, int) and first.get("calibrated_estimate") == raw, "CTX-13",
+               "with no sample, the estimate used = the raw estimate",
+               f"raw {raw}, calibrated {first.get('calibrated_estimate')}")
+        if ctx.profile == "reference":
+            sent = json.loads(w.requests(agent)[0].body)
+            size = sum(len(_canonical(m).encode()) for m in sent["messages"])
+            size += len(_canonical(sent["tools"]).encode()) if sent.get("tools") else 0
+            want = -(-size // 4) + 3 * len(sent["messages"])
+            expect(raw == want, "CTX-13", f"raw estimate ⌈{size} bytes / 4⌉ + 3 × "
+                   f"{len(sent['messages'])} messages = {want}", str(raw))
+    grown = len(_canonical(_schema(large))) - len(_canonical(_schema(small)))
+    rise = (figures[1].get("raw_estimate") or 0) - (figures[0].get("raw_estimate") or 0)
+    expect(rise >= grown // 8, "CTX-13",
+           f"a tool schema {grown} bytes larger raising the estimate (by at least "
+           f"{grown // 8} tokens)", f"raised by {rise}")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -796,6 +796,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-16",),
         "runs:model_error",
     ),
+    (
+        "estimate-without-tools",
+        "the raw token estimate leaves the tool definitions out of the request",
+        ("CTX-13",),
+        "runs:tools_uncounted",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -333,6 +333,14 @@ class EstimateReservationWorkers(Workers):
         return dataclasses.replace(found, reservation=guess)
 
 
+class ToolsUncountedWorkers(Workers):
+    """The raw estimate leaves the tool definitions out of the request (CTX-13)."""
+
+    @staticmethod
+    def raw_of(session: SessionRow) -> int:
+        return -(-session.exec_bytes // 4) + 3 * session.exec_count
+
+
 class NoMarginWorkers(Workers):
     """The effective budget without the 2,000-token safety margin (CTX-01)."""
 
@@ -390,6 +398,10 @@ def free_admission() -> FastAPI:
 
 def estimate_reservation() -> FastAPI:
     return serve(workers_class=EstimateReservationWorkers)
+
+
+def tools_uncounted() -> FastAPI:
+    return serve(workers_class=ToolsUncountedWorkers)
 
 
 def no_margin() -> FastAPI:

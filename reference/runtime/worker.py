@@ -197,7 +197,7 @@ class Workers:
                 session = self.runs.run_session(run_id)
                 decision = None
                 extra = {"retry": {"attempt": retry.attempt, "of": retry.of}}
-            raw = raw_of(session)
+            raw = self.raw_of(session)
             samples = self.runs.samples(session.tenant, main.set_key, estimate.CALIBRATION_WINDOW)
             found = figures(raw, samples, session.last, budget, main.reservation)
             if decision is None:
@@ -280,6 +280,7 @@ class Workers:
     # Seams: where a call goes and what it reserves (BIL-01), and its budget (CTX-01).
     target_of = staticmethod(Target.of)
     budget_of = staticmethod(estimate.effective_budget)
+    raw_of = staticmethod(raw_of)  # CTX-13: the lightweight estimate of the whole request
     # Seams of turns: what the chat-history tool returns (RUN-10), why a plan is refused (RUN-14).
     chat_history = staticmethod(chathistory.answer)
     refused_tools = staticmethod(revocations.refused)
