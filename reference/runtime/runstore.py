@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS runs (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     session_id TEXT NOT NULL, state TEXT NOT NULL, end_reason TEXT, worker TEXT,
     lease_until REAL);
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state, seq);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, state);
 CREATE TABLE IF NOT EXISTS run_events (
     seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, n INTEGER NOT NULL, type TEXT NOT NULL,
     at REAL NOT NULL, data TEXT NOT NULL, UNIQUE (run_id, n));
