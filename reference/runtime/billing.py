@@ -7,8 +7,9 @@ over the whole call, so a charge is exactly reproducible from the reported usage
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["PER", "Prices", "charge", "reservation"]
+__all__ = ["PER", "Prices", "charge", "reservation", "usage_figures"]
 
 PER = 1_000_000
 
@@ -35,3 +36,15 @@ def charge(prices: Prices, prompt: int, cached: int, completion: int) -> int:
     return _ceil_div(
         (prompt - cached) * prices.input + cached * prices.cached_input + completion * prices.output
     )
+
+
+def usage_figures(usage: dict[str, Any]) -> tuple[int, int, int]:
+    """(prompt, completion, cached) tokens a provider reported; a figure missing or not a
+    non-negative integer counts 0."""
+
+    def number(value: Any) -> int:
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    details = usage.get("prompt_tokens_details") or {}
+    return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
+            number(details.get("cached_tokens") if isinstance(details, dict) else 0))

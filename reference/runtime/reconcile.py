@@ -257,7 +257,7 @@ class Reconciler:
         charge = 0
         if processed:
             assert verdict.usage is not None
-            prompt, completion, cached = _usage(verdict.usage)
+            prompt, completion, cached = billing.usage_figures(verdict.usage)
             charge = billing.charge(prices, prompt, cached, completion)
         state = "settled" if processed else "refused" if verdict.kind == "refused" else "released"
         with self.store.transaction() as db:
@@ -297,11 +297,3 @@ class Reconciler:
         assert channel is not None
         return billing.Prices(**channel.prices.model_dump())
 
-
-def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:
-    def number(value: Any) -> int:
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    details = usage.get("prompt_tokens_details") or {}
-    return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
-            number(details.get("cached_tokens") if isinstance(details, dict) else 0))

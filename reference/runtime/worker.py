@@ -349,7 +349,7 @@ class Workers:
                     "cost_pending_reconciliation"
                 RunStore.end(db, run_id, reason, at, worker=worker)
                 return None
-            prompt, completion, cached = _usage(usage)
+            prompt, completion, cached = billing.usage_figures(usage)
             charge = billing.charge(prices, prompt, cached, completion)
             collected = Wallets.settle(db, session.wallet_id, reservation, charge)
             db.execute(
@@ -530,14 +530,6 @@ def _attempt(db: Any, run_id: str, call_id: str) -> int:
 def _ratio(value: int, budget: int) -> str | None:
     return compaction.fraction_text(Fraction(value, budget)) if budget > 0 else None
 
-
-def _usage(usage: dict[str, Any]) -> tuple[int, int, int]:
-    def number(value: Any) -> int:
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    details = usage.get("prompt_tokens_details") or {}
-    return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
-            number(details.get("cached_tokens") if isinstance(details, dict) else 0))
 
 
 def _overflow(outcome: Outcome) -> bool:
