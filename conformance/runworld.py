@@ -21,7 +21,7 @@ from arck.simulator.control import Control
 from arck.simulator.provider import RecordedRequest, SimulatedProvider, Step, script_tag
 from arck.simulator.target import Exchange, RuntimeTarget
 
-__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "world"]
+__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical", "world"]
 
 SETTLED = frozenset({"ended", "waiting_tools"})
 TOOL = "arck_sample"  # a model-callable name: OpenAI function names allow no dots
@@ -259,6 +259,12 @@ def needs_virtual_time(w: RunWorld, what: str) -> None:
             f"not applicable: {what} needs the test-clock capability (virtual time); in real "
             "time it would take minutes (docs/targets.md, Runs)"
         )
+
+
+def canonical(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 as is: how two messages are compared for equality
+    (NaN allowed, so a hostile body is shown rather than crashing the comparison)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def messages(request: RecordedRequest) -> list[Any]:

@@ -20,7 +20,15 @@ from arck.conformance import runoracle as ctxmath
 from arck.conformance.checking import expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import TOOL, Agent, ChannelSpec, RunWorld, messages, world
+from arck.conformance.runworld import (
+    TOOL,
+    Agent,
+    ChannelSpec,
+    RunWorld,
+    canonical,
+    messages,
+    world,
+)
 from arck.simulator.provider import Step, ToolCall, UsageDrift
 
 FUNDS = 10**12
@@ -442,17 +450,13 @@ def test_first_estimate_is_of_the_whole_request(ctx: CheckContext, case: Any) ->
                f"raw {raw}, calibrated {first.get('calibrated_estimate')}")
         if ctx.profile == "reference":
             sent = json.loads(w.requests(agent)[0].body)
-            size = sum(len(_canonical(m).encode()) for m in sent["messages"])
-            size += len(_canonical(sent["tools"]).encode()) if sent.get("tools") else 0
+            size = sum(len(canonical(m).encode()) for m in sent["messages"])
+            size += len(canonical(sent["tools"]).encode()) if sent.get("tools") else 0
             want = -(-size // 4) + 3 * len(sent["messages"])
             expect(raw == want, "CTX-13", f"raw estimate ⌈{size} bytes / 4⌉ + 3 × "
                    f"{len(sent['messages'])} messages = {want}", str(raw))
-    grown = len(_canonical(_schema(large))) - len(_canonical(_schema(small)))
+    grown = len(canonical(_schema(large))) - len(canonical(_schema(small)))
     rise = (figures[1].get("raw_estimate") or 0) - (figures[0].get("raw_estimate") or 0)
     expect(rise >= grown // 8, "CTX-13",
            f"a tool schema {grown} bytes larger raising the estimate (by at least "
            f"{grown // 8} tokens)", f"raised by {rise}")
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

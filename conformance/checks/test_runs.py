@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from arck.conformance import oracle
+from arck.conformance import oracle, runoracle
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure
-from arck.conformance.runworld import TOOL, RunWorld, messages, world
+from arck.conformance.runworld import TOOL, RunWorld, canonical, messages, world
 from arck.simulator.provider import (
     Fault,
     LostResponse,
@@ -34,10 +34,6 @@ END_REASONS = ("completed", "input_required", "approval_required", "cancelled",
                "cost_pending_reconciliation", "context_uncompactable")
 WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
                 max_size=40)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _drive(w: RunWorld, run_id: str, result: Any = None) -> dict[str, Any]:
@@ -98,10 +94,10 @@ def test_requests_only_append(ctx: CheckContext, case: Any) -> None:
     expect(bool(sent) and bool(sent[0]) and sent[0][0].get("role") == "system" and
            sent[0][0].get("content") == agent.system_prompt, "DEF-05",
            "the first message is the pinned version's system prompt",
-           lambda: _canonical(sent[0][:1]) if sent else "no request")
+           lambda: canonical(sent[0][:1]) if sent else "no request")
     for n, (before, after) in enumerate(itertools.pairwise(sent), start=2):
-        kept = [_canonical(m) for m in after[: len(before)]]
-        expect(kept == [_canonical(m) for m in before] and len(after) > len(before),
+        kept = [canonical(m) for m in after[: len(before)]]
+        expect(kept == [canonical(m) for m in before] and len(after) > len(before),
                ("RUN-08", "RUN-09"),
                f"request {n} = request {n - 1}'s {len(before)} messages, unchanged, plus new ones",
                functools.partial(_first_change, before, after))
@@ -110,10 +106,10 @@ def test_requests_only_append(ctx: CheckContext, case: Any) -> None:
 def _first_change(before: list[Any], after: list[Any]) -> str:
     for i, message in enumerate(before):
         if i >= len(after):
-            return f"only {len(after)} messages; message {i} gone: {_canonical(message)[:200]}"
-        if _canonical(after[i]) != _canonical(message):
-            return (f"message {i} was {_canonical(message)[:200]} and became "
-                    f"{_canonical(after[i])[:200]}")
+            return f"only {len(after)} messages; message {i} gone: {canonical(message)[:200]}"
+        if canonical(after[i]) != canonical(message):
+            return (f"message {i} was {canonical(message)[:200]} and became "
+                    f"{canonical(after[i])[:200]}")
     return f"no new message after the {len(before)} earlier ones"
 
 
@@ -168,13 +164,13 @@ def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -
         expect(projected is not None and oracle.size(projected) <= budget, "BUD-15",
                f"the {original}-byte result entering as JSON of at most {budget} bytes",
                lambda: f"{len(str(content).encode())} bytes: {str(content)[:200]}")
-    expect(all(_canonical(t[0]) == _canonical(entered[0][0]) for t in entered), "BUD-15",
+    expect(all(canonical(t[0]) == canonical(entered[0][0]) for t in entered), "BUD-15",
            "the same tool message, byte for byte, in every later request (projected once)",
-           lambda: " / ".join(_canonical(t[0])[:120] for t in entered))
+           lambda: " / ".join(canonical(t[0])[:120] for t in entered))
     formal = [i for i in w.history(session, "formal") if _holds(i, "arck-big")]
     expect(bool(formal) and any(_contains_equal(i, result) for i in formal), ("BUD-16",
            "RUN-07"), "the full receipt in the formal history, canonically equal",
-           lambda: _canonical(formal)[:300])
+           lambda: canonical(formal)[:300])
 
 
 def _json(text: Any) -> Any:
@@ -186,20 +182,20 @@ def _json(text: Any) -> Any:
 
 def _same_json(text: str, value: Any) -> bool:
     parsed = _json(text)
-    return parsed is not None and _canonical(parsed) == _canonical(value)
+    return parsed is not None and canonical(parsed) == canonical(value)
 
 
 def _holds(item: Any, needle: str) -> bool:
-    return needle in _canonical(item)
+    return needle in canonical(item)
 
 
 def _contains_equal(item: Any, result: Any) -> bool:
     """The item holds `result` as a value somewhere (the receipt's shape is the target's)."""
-    want = _canonical(result)
+    want = canonical(result)
     stack = [item]
     while stack:
         value = stack.pop()
-        if _canonical(value) == want:
+        if canonical(value) == want:
             return True
         if isinstance(value, dict):
             stack.extend(value.values())
@@ -238,7 +234,7 @@ def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
             snapshot, _ = w.settle(run["run_id"])
             expect(snapshot.get("state") == "ended" and bool(snapshot.get("end_reason")),
                    "RUN-11", "every run ending with a recorded reason", str(snapshot))
-    sent = [_canonical(messages(r)) for r in w.requests(agent)]
+    sent = [canonical(messages(r)) for r in w.requests(agent)]
     repeats = sorted({m for m in sent if sent.count(m) > 1})
     expect(not repeats, "RUN-12", "no model request sent twice",
            lambda: f"{len(repeats)} request(s) sent more than once; first: {repeats[0][:300]}")
@@ -253,15 +249,8 @@ def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
 
 def _cost(w: RunWorld, usage: Any) -> int:
     spec = w.channel().spec
-    return int(oracle_cost(usage, spec.input_price, spec.cached_price, spec.output_price))
-
-
-def oracle_cost(usage: Any, input_price: int, cached: int, output: int) -> int:
-    from math import ceil
-
-    from arck.conformance.runoracle import cost
-
-    return ceil(cost(usage, input_price, cached, output))
+    return runoracle.profile_charge(usage, spec.input_price, spec.cached_price,
+                                    spec.output_price)
 
 
 ENDINGS = st.lists(st.one_of(
@@ -366,9 +355,9 @@ def test_dry_run_previews_what_a_run_stores(ctx: CheckContext, case: Any) -> Non
     stored = [m.get("content") for r in w.requests(agent) for m in messages(r)
               if m.get("role") == "tool"]
     expect(bool(stored) and _json(stored[0]) is not None and
-           _canonical(_json(stored[0])) == _canonical(preview["result"]), "DRY-03",
+           canonical(_json(stored[0])) == canonical(preview["result"]), "DRY-03",
            "the run's tool message = the dry-run's context_preview.result, canonically",
-           lambda: f"run: {str(stored[:1])[:200]} / dry-run: {_canonical(preview['result'])[:200]}")
+           lambda: f"run: {str(stored[:1])[:200]} / dry-run: {canonical(preview['result'])[:200]}")
 
 
 @check("RUN-04")

@@ -13,17 +13,21 @@ from typing import Any
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import SETTLED, TOOL, Agent, RunWorld, messages, world
+from arck.conformance.runworld import (
+    SETTLED,
+    TOOL,
+    Agent,
+    RunWorld,
+    canonical,
+    messages,
+    world,
+)
 from arck.simulator.provider import SlowAnswer, Step, ToolCall, script_tag
 from arck.simulator.target import Exchange
 
 FUNDS = 10**12
 IN_FLIGHT_S = 10.0  # the delayed answer: well inside the channel's 30 s timeout
 CHAT_HISTORY = "arck_chat_history"  # the reference profile's reserved name (docs/runs.md)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _step(w: RunWorld, name: str, what: str) -> Callable[..., Exchange]:
@@ -115,7 +119,7 @@ def test_appended_input_and_tool_plans(ctx: CheckContext) -> None:
     after = w.tool_calls(run_id)
     expect([c.get("call_id") for c in _dispatchable(w, run_id)] == [call.get("call_id")],
            "RUN-06", "the accepted call still dispatchable after the input (a batch already "
-           "accepted is never revoked by later input)", lambda: _canonical(after)[:400])
+           "accepted is never revoked by later input)", lambda: canonical(after)[:400])
     receipt = _receipt(w, str(call.get("call_id")), "batch")
     expect(200 <= receipt.status < 300, "RUN-06",
            "the accepted call's receipt taken after the input", receipt.describe)
@@ -128,13 +132,13 @@ def test_appended_input_and_tool_plans(ctx: CheckContext) -> None:
     input_at = _index(last, lambda m: m.get("role") == "user" and m.get("content") == later)
     expect(tool_at is not None and input_at is not None and tool_at < input_at, "RUN-06",
            "the next request holds the batch's result, then the appended input after it",
-           lambda: f"tool message at {tool_at}, input at {input_at}: {_canonical(last)[:400]}")
+           lambda: f"tool message at {tool_at}, input at {input_at}: {canonical(last)[:400]}")
     if ctx.profile == "reference":
         expect(snapshot.get("end_reason") == "completed" and last[:len(sent[0])] == sent[0]
                and [m.get("role") for m in last[len(sent[0]):]] == ["assistant", "tool", "user"],
                "RUN-06", "profile: the run completed; request 2 = request 1 + the plan, its "
                "result and the input", lambda: f"run {snapshot}; new messages "
-               f"{_canonical(last[len(sent[0]):])[:400]}")
+               f"{canonical(last[len(sent[0]):])[:400]}")
     _input_during_the_call(ctx, w, append)
 
 
@@ -164,12 +168,12 @@ def _input_during_the_call(ctx: CheckContext, w: RunWorld, append: Callable[...,
     if ctx.profile == "reference":
         expect(listed == [] and snapshot.get("end_reason") == "completed", "RUN-06",
                "profile: the plan answered after the input discarded (no call listed, never "
-               "dispatched) and the run completed", lambda: f"calls {_canonical(listed)[:300]}; "
+               "dispatched) and the run completed", lambda: f"calls {canonical(listed)[:300]}; "
                f"run {snapshot}")
         expect(len(sent) == 2 and sent[1] == [*sent[0], {"role": "user", "content": early}],
                "RUN-06", "profile: request 2 = request 1 + the input (the discarded plan never "
                "entered the history)", lambda: f"{len(sent)} request(s); new messages "
-               f"{_canonical(sent[1][len(sent[0]):]) if len(sent) > 1 else '-'}")
+               f"{canonical(sent[1][len(sent[0]):]) if len(sent) > 1 else '-'}")
 
 
 # -- RUN-14: permission revocation ----------------------------------------------------------------
@@ -200,14 +204,14 @@ def test_revoked_permission_stops_dispatch(ctx: CheckContext) -> None:
     listed = w.tool_calls(run_id)
     expect(not [c for c in listed if c.get("state") == "dispatchable"], "RUN-14",
            "no call of the plan answered after the revocation dispatchable",
-           lambda: f"calls {_canonical(listed)[:400]}; run {snapshot}")
+           lambda: f"calls {canonical(listed)[:400]}; run {snapshot}")
     expect(snapshot.get("state") == "ended", "RUN-14",
            "the run ended (it cannot go on with the permission gone)", str(snapshot))
     if ctx.profile == "reference":
         expect(snapshot.get("end_reason") == "permission_changed" and
                [c.get("state") for c in listed] == ["revoked"], "RUN-14",
                "profile: the run ended permission_changed, its call listed `revoked`",
-               lambda: f"run {snapshot}; calls {_canonical(listed)[:300]}")
+               lambda: f"run {snapshot}; calls {canonical(listed)[:300]}")
     _revoked_while_waiting(ctx, w, revoke)
 
 
@@ -234,7 +238,7 @@ def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[...,
     new = [c for c in w.tool_calls(run_id)
            if c.get("call_id") not in known and c.get("state") == "dispatchable"]
     expect(not new, "RUN-14", f"no call of {tool!r} dispatched after its revocation",
-           lambda: f"new dispatchable calls {_canonical(new)[:400]}; run {snapshot}")
+           lambda: f"new dispatchable calls {canonical(new)[:400]}; run {snapshot}")
     if ctx.profile == "reference":
         expect(bool(receipts) and all(200 <= r.status < 300 for r in receipts), "RUN-14",
                "profile: the receipt of a call dispatched before the revocation taken",
@@ -281,7 +285,7 @@ def test_chat_history_tool_returns_visible_text_only(ctx: CheckContext) -> None:
     snapshot, _ = w.settle(second)
     waiting = _dispatchable(w, second)
     expect(not waiting, "RUN-10", "the chat-history tool answered by the engine itself, "
-           "with no executor", lambda: f"dispatchable calls {_canonical(waiting)[:300]}")
+           "with no executor", lambda: f"dispatchable calls {canonical(waiting)[:300]}")
     sent = [messages(r) for r in w.requests(agent)]
     answers = [m.get("content") for m in (sent[-1] if sent else [])
                if isinstance(m, dict) and m.get("role") == "tool"
@@ -304,4 +308,4 @@ def test_chat_history_tool_returns_visible_text_only(ctx: CheckContext) -> None:
     want = {"messages": [{"role": "user", "text": texts[0]},
                          {"role": "assistant", "text": texts[1]},
                          {"role": "user", "text": texts[2]}]}
-    expect(parsed == want, "RUN-10", f"profile: exactly {_canonical(want)}", answer[:400])
+    expect(parsed == want, "RUN-10", f"profile: exactly {canonical(want)}", answer[:400])
