@@ -51,6 +51,7 @@ from arck.reference.runtime import routes as run_routes
 from arck.reference.runtime.modelcall import ModelClient
 from arck.reference.runtime.runstore import RunStore
 from arck.reference.runtime.service import Runtime
+from arck.reference.runtime.stream import EventStream, of_run
 from arck.reference.runtime.worker import Workers
 
 __all__ = ["ReferenceApp", "create_app"]
@@ -144,12 +145,14 @@ def create_app(
     provider_transport: httpx.AsyncBaseTransport | None = None,
     workers_class: type[Workers] = Workers,
     runtime_class: type[Runtime] = Runtime,
+    event_stream: EventStream = of_run,
     provider_url: str | None = None,
     test_clock: bool = False,
     lease_seconds: float | None = None,
 ) -> FastAPI:
     """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`),
-    and so may the runtime's two seams, `workers_class` and `runtime_class`.
+    and so may the runtime's seams, `workers_class`, `runtime_class` and `event_stream` (what
+    `GET /v1/runs/{id}/events` streams as SSE).
 
     Runs reach the model provider only on `provider_transport` (base URL http://provider/v1);
     without one, a run's model call is refused and ends it `model_timeout`. `clock` is the
@@ -321,7 +324,7 @@ def create_app(
 
     app.router.on_startup.append(start_workers)
     app.router.on_shutdown.append(runtime.aclose)
-    run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body)
+    run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body, event_stream)
     if test_clock:
         run_routes.install_test_clock(app, clock, deps["health"], Depends(inline_body))
 

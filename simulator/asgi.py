@@ -7,14 +7,19 @@ them); this runs it on an event loop in a blocking portal, so an in-process targ
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import ExitStack, suppress
 from typing import Any, TypeVar
 
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from arck.simulator.clock import until_idle
+
 _T = TypeVar("_T")
+# `enough(headers, body so far)`: the caller has read what it wanted and hangs up.
+Enough = Callable[[list[tuple[bytes, bytes]], bytes], bool]
 
 
 class SyncASGITransport(httpx.BaseTransport):
@@ -54,6 +59,79 @@ class SyncASGITransport(httpx.BaseTransport):
         )
         status, headers, content = self._portal_started().call(self._send, forwarded)
         return httpx.Response(status, headers=headers, content=content, request=request)
+
+    def hang_up(self, request: httpx.Request, enough: Enough) -> httpx.Response:
+        """Send `request`, read its answer until `enough`, then drop the connection (RUN-03).
+
+        `handle_request` buffers whole answers, so an answer that streams while a run is
+        active (SSE) would never be returned: this drives the app itself instead. Once
+        `enough` holds, `receive()` answers `http.disconnect`, which is how an ASGI server
+        tells the app its client went away (starlette's StreamingResponse listens for it
+        under ASGI spec < 2.4 and cancels the stream); what the app sends later is dropped,
+        as uvicorn drops writes to a closed socket. The response holds what was read.
+        """
+        body = request.read()
+        return self._portal_started().call(self._hang_up, request, body, enough)
+
+    async def _hang_up(
+        self, request: httpx.Request, body: bytes, enough: Enough
+    ) -> httpx.Response:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": request.method,
+            "headers": [(k.lower(), v) for k, v in request.headers.raw],
+            "scheme": request.url.scheme, "path": request.url.path,
+            "raw_path": request.url.raw_path.split(b"?")[0],
+            "query_string": request.url.query,
+            "server": (request.url.host, request.url.port), "client": ("127.0.0.1", 123),
+            "root_path": "",
+        }
+        gone = asyncio.Event()
+        asked = False
+        status: int | None = None
+        headers: list[tuple[bytes, bytes]] = []
+        seen = bytearray()
+
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            nonlocal status, headers
+            if gone.is_set():
+                return
+            if message["type"] == "http.response.start":
+                status, headers = message["status"], list(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                seen.extend(message.get("body", b""))
+                if not message.get("more_body", False) or enough(headers, bytes(seen)):
+                    gone.set()
+
+        app = self._asgi.app
+        task = asyncio.ensure_future(app(scope, receive, send))
+        # With time standing still, what the app will send without it has been sent once the
+        # loop is idle: hang up then at the latest, so a stream that says nothing never hangs.
+        await until_idle()
+        gone.set()
+        await until_idle()
+        if not task.done():
+            task.cancel()  # an app deaf to the disconnect: the harness's loop keeps no orphan
+        await asyncio.wait([task])
+        failed = None if task.cancelled() else task.exception()
+        if failed is not None and self._asgi.raise_app_exceptions:
+            raise failed
+        if self._after is not None:
+            await self._after()
+        if status is None and failed is None:
+            # What a client over a socket would see: no answer, then its read timeout.
+            raise httpx.ReadTimeout("the app began no answer before it went idle",
+                                    request=request)
+        return httpx.Response(status or 500, headers=headers, content=bytes(seen),
+                              request=request)
 
     def call(self, function: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         """Run `function(*args)` in the app's event loop and wait for its result."""

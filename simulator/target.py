@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import httpx
 
+from arck.simulator.asgi import SyncASGITransport
 from arck.simulator.errors import TargetUnreachable
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 REDACTED = "$ARCK_TOKEN"
 FORGED_TOKEN = "arck-forged-token-0000"  # role "forged": a token no target can know
 RECENT_EXCHANGES = 6
+STREAM_MEDIA_TYPE = "text/event-stream"
 
 
 @dataclass
@@ -69,6 +71,19 @@ class Exchange:
     def describe(self) -> str:
         snippet = self.body[:300].decode("utf-8", "backslashreplace")
         return f"{self.method} {self.url} as {self.role!r} → {self.status} {snippet}"
+
+
+def first_event_read(headers: list[tuple[bytes, bytes]], seen: bytes) -> bool:
+    """Whether a client reading an event stream has what it came for: one whole SSE event
+    (a block ended by a blank line holding a field, not only `:` comments), or any bytes of
+    an answer that is not an event stream."""
+    kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+    if kind.split(b";")[0].strip().lower() != STREAM_MEDIA_TYPE.encode():
+        return bool(seen)
+    text = seen.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    blocks = text.split(b"\n\n")[:-1]  # the last part is not ended yet
+    return any(line and not line.startswith(b":")
+               for block in blocks for line in block.split(b"\n"))
 
 
 @dataclass(frozen=True)
@@ -191,12 +206,7 @@ class HttpTarget:
         content: bytes | None = None,
         role: str = "full",
     ) -> Exchange:
-        headers = {"Accept": "application/json"}
-        if role != "none":
-            token = FORGED_TOKEN if role == "forged" else self.tokens.get(role)
-            if token is None:
-                raise TargetUnreachable(f"no credential configured for role {role!r}")
-            headers["Authorization"] = f"Bearer {token}"
+        headers = self._headers(role, "application/json")
         if json_body is not None:
             content = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode("utf-8")
         if content is not None:
@@ -218,6 +228,15 @@ class HttpTarget:
         )
         self.recent.append(exchange)
         return exchange
+
+    def _headers(self, role: str, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept}
+        if role != "none":
+            token = FORGED_TOKEN if role == "forged" else self.tokens.get(role)
+            if token is None:
+                raise TargetUnreachable(f"no credential configured for role {role!r}")
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
 
     def _created(self, exchange: Exchange, key: str) -> Exchange:
         if 200 <= exchange.status < 300:
@@ -306,6 +325,53 @@ class HttpTarget:
         """Revoke the agent's permission to have a tool dispatched (RUN-14); optional."""
         body = {"tool_name": tool_name}
         return self._post(f"/v1/agents/{agent_id}/tool-revocations", body, role)
+
+    def drop_event_stream(self, run_id: str, role: str = "full") -> Exchange:
+        """Open the run's event stream, read its first event, hang up (RUN-03); optional.
+
+        The exchange holds the status, the headers and the bytes read before hanging up
+        (the first chunk when the answer is not `text/event-stream`). In-process the app is
+        told its client went away (`SyncASGITransport.hang_up`); over a URL the connection
+        is closed under the server. A stream that never sends an event ends at the client's
+        read timeout, with what it sent.
+        """
+        path = f"/v1/runs/{run_id}/events"
+        headers = self._headers(role, STREAM_MEDIA_TYPE)
+        self.limiter.wait()
+        request = self.client.build_request("GET", path, headers=headers)
+        # httpx keeps a client's transport private; in-process targets are built on ours.
+        transport = getattr(self.client, "_transport", None)
+        try:
+            if isinstance(transport, SyncASGITransport):
+                response = transport.hang_up(request, first_event_read)
+                status, answer_headers, seen = (response.status_code, dict(response.headers),
+                                                response.content)
+            else:
+                status, answer_headers, seen = self._read_and_drop(request)
+        except httpx.TransportError as exc:
+            raise TargetUnreachable(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        self.exchanges += 1
+        exchange = Exchange(method="GET", url=str(request.url), request_body=None,
+                            status=status, body=seen, headers=answer_headers, role=role)
+        self.recent.append(exchange)
+        return exchange
+
+    def _read_and_drop(self, request: httpx.Request) -> tuple[int, dict[str, str], bytes]:
+        seen = bytearray()
+        response = self.client.send(request, stream=True)
+        try:
+            raw = response.headers.raw
+            for chunk in response.iter_raw():
+                seen.extend(chunk)
+                if first_event_read(raw, bytes(seen)):
+                    break
+        except httpx.ReadTimeout:
+            pass  # the stream said nothing more in time: what it said is the answer
+        finally:
+            # Unread body: httpx closes the connection instead of pooling it, and the
+            # server sees its client go.
+            response.close()
+        return response.status_code, dict(response.headers), bytes(seen)
 
     def _post(self, path: str, body: Any, role: str) -> Exchange:
         if isinstance(body, bytes):

@@ -802,6 +802,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("CTX-13",),
         "runs:tools_uncounted",
     ),
+    # the event stream
+    (
+        "disconnect-cancels-run",
+        "a run is cancelled when its event stream is dropped",
+        ("RUN-03",),
+        "streams:disconnect_cancels_run",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

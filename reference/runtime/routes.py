@@ -54,6 +54,7 @@ def install(
     body_dep: Any,
     errors: Callable[..., dict[int | str, dict[str, Any]]],
     body: Callable[[type[BaseModel]], dict[str, Any]],
+    event_stream: stream.EventStream = stream.of_run,
 ) -> None:
     engine = runtime.engine
 
@@ -177,7 +178,7 @@ def install(
             return ok(EventList(events=runtime.events(principal, run_id)))
         runtime.events(principal, run_id)  # 404 / 403 before the stream starts
         after = stream.last_event_id(request.headers.get("last-event-id"))
-        return StreamingResponse(stream.sse(runtime.runs, run_id, after, runtime.clock),
+        return StreamingResponse(event_stream(runtime, principal, run_id, after),
                                  media_type=stream.MEDIA_TYPE, headers=stream.HEADERS)
 
     @app.get("/v1/runs/{run_id}/tool-calls", response_model=ToolCallList, tags=["runs"],

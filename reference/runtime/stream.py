@@ -14,16 +14,25 @@ goes on and the client may resume with the last id it saw.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
+from arck.reference.auth import Principal
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock, woken_or_timeout
 from arck.reference.errors import ValidationFailed
 from arck.reference.runtime.changes import CHANGES
 from arck.reference.runtime.runstore import RunStore
 
-__all__ = ["KEEPALIVE_S", "MEDIA_TYPE", "last_event_id", "sse", "wants_stream"]
+if TYPE_CHECKING:
+    from arck.reference.runtime.service import Runtime
+
+__all__ = ["KEEPALIVE_S", "MEDIA_TYPE", "EventStream", "last_event_id", "of_run", "sse",
+           "wants_stream"]
+
+# What the events route streams for (runtime, principal, run_id, after): `of_run`, or a
+# mutant's replacement handed to `create_app(event_stream=...)`.
+EventStream = Callable[["Runtime", Principal, str, int], AsyncIterator[bytes]]
 
 KEEPALIVE_S = 15.0
 MEDIA_TYPE = "text/event-stream"
@@ -54,6 +63,13 @@ def message(item: dict[str, Any]) -> bytes:
     """One SSE message; canonical JSON holds no raw newline, so `data` is one line."""
     return (f"id: {item['id']}\nevent: {item['type']}\ndata: {canonical_text(item)}\n\n"
             ).encode()
+
+
+def of_run(runtime: Runtime, principal: Principal, run_id: str, after: int
+           ) -> AsyncIterator[bytes]:
+    """The route's stream: `sse` on the runtime's store and clock. The principal (already
+    allowed to read the run) is for replacements that act on its behalf."""
+    return sse(runtime.runs, run_id, after, runtime.clock)
 
 
 async def sse(runs: RunStore, run_id: str, after: int, clock: Clock) -> AsyncIterator[bytes]:

@@ -209,26 +209,33 @@ def _checks(report_dir: Path) -> dict[str, str]:
 
 def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path) -> None:
     done = arck("run", "--config", str(served.target_file(tmp_path)),
-                "--requirements", "RUN-01,BIL-01,CTX-01", "--profile", "quick",
+                "--requirements", "RUN-01,RUN-03,BIL-01,CTX-01", "--profile", "quick",
                 "--max-examples", "3", "--report-dir", str(tmp_path / "report"))
     checks = _checks(tmp_path / "report")
     assert done.returncode == 0, done.stdout + done.stderr
     assert checks["runs/test_admission_refuses_a_run_without_funds"] == "pass"
     assert checks["billing/test_reservation_held_while_the_call_is_in_flight"] == "pass"
     assert checks["context/test_effective_budget_and_output_capacity"] == "pass"
+    assert checks["runs_stream/test_dropped_stream_cancels_nothing"] == "pass"
 
 
-def test_a_mutant_served_over_http_fails_its_check(tmp_path: Path) -> None:
-    mutant = Served(tmp_path, "--target", "mutant:admission-ignores-funds")
+@pytest.mark.parametrize(("name", "requirement", "check"), [
+    ("admission-ignores-funds", "RUN-01", "runs/test_admission_refuses_a_run_without_funds"),
+    # The stream is dropped over a real socket: the service sees its client go.
+    ("disconnect-cancels-run", "RUN-03", "runs_stream/test_dropped_stream_cancels_nothing"),
+])
+def test_a_mutant_served_over_http_fails_its_check(
+    tmp_path: Path, name: str, requirement: str, check: str
+) -> None:
+    mutant = Served(tmp_path, "--target", f"mutant:{name}")
     try:
         done = arck("run", "--config", str(mutant.target_file(tmp_path)),
-                    "--requirements", "RUN-01", "--profile", "quick",
+                    "--requirements", requirement, "--profile", "quick",
                     "--report-dir", str(tmp_path / "report"))
     finally:
         mutant.stop()
     assert done.returncode == 1, done.stdout + done.stderr
-    assert _checks(tmp_path / "report")["runs/test_admission_refuses_a_run_without_funds"] \
-        == "fail"
+    assert _checks(tmp_path / "report")[check] == "fail"
 
 
 def test_provider_section_is_strict(tmp_path: Path) -> None:
