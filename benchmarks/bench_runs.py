@@ -5,9 +5,11 @@ Three sections (docs/runs.md; issue 10 §7), all through the HTTP app with
 `create_app(clock=VirtualClock(), provider_transport=provider.async_transport())`:
 
 1. history: sessions driven turn by turn (a user message, a scripted text answer) to the longest
-   history asked; every model call of the engine is timed (`Workers.step`, less the time spent
-   inside the provider call), with the bytes of the request body it builds, the time of the
-   history read and join in `Workers._body`, and the bytes it serializes with `canonical_text`.
+   history asked up to 1,000 messages; longer ones (10,000) seeded through the engine's own
+   `append`, then driven for 10 turns. Every model call of the engine is timed
+   (`Workers.step`, less the time spent inside the provider call), with the bytes of the
+   request body it builds, the time of `Workers._body` and of the SQLite reads inside it (and
+   the rows they return), and the bytes it serializes with `canonical_text`.
 2. throughput: one-call runs on many sessions, queued in batches; runs completed per second.
 3. memory: N runs created before any completes, each child process measuring one size, the
    engine's two workers (`queued`) or one worker per run (`inflight`: all N model calls waiting
@@ -16,7 +18,7 @@ Three sections (docs/runs.md; issue 10 §7), all through the HTTP app with
 
 Prints figures; asserts nothing (a loaded machine gives slow numbers, not failures).
 
-    .venv/bin/python benchmarks/bench_runs.py            # 10/100/1,000 messages; 1,000, 10,000 runs
+    .venv/bin/python benchmarks/bench_runs.py            # 10 to 10,000 messages; 1,000, 10,000 runs
     .venv/bin/python benchmarks/bench_runs.py --quick    # a smoke run of a few seconds
     .venv/bin/python benchmarks/bench_runs.py --json runs.json
 """
@@ -56,7 +58,12 @@ PRICES = {"input": 2_000_000, "cached_input": 500_000, "output": 8_000_000}
 CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
            "total_capacity": 128_000, "output_capacity": 4_000, "timeout_ms": 30_000,
            "prices": PRICES}
+LONG_WINDOW = 2_000_000  # section 1: 10,000 short messages are about 200,000 tokens
+LONG_CHANNEL = {**CHANNEL, "input_capacity": LONG_WINDOW,
+                "total_capacity": LONG_WINDOW + 4_000}
 SCHEMA = {"type": "object"}
+DRIVEN = 1_000  # section 1: histories up to this long are driven turn by turn from empty
+SEEDED_TURNS = 10  # longer ones are seeded, then this many turns a session are driven
 FUNDS = 10**15  # one deposit's maximum: about 4 billion reservations of this channel
 SLOW_SECONDS = 10.0  # below the channel's 30 s timeout, so slow calls complete
 MEMORY_TARGET_BYTES = 2 * 1024**3
@@ -64,6 +71,7 @@ ANSWER = "Noted; the order is on its way."
 
 _current: contextvars.ContextVar[CallFigures | None] = contextvars.ContextVar(
     "bench_runs_call", default=None)
+_in_body: contextvars.ContextVar[bool] = contextvars.ContextVar("bench_runs_body", default=False)
 
 
 @dataclass
@@ -76,7 +84,8 @@ class CallFigures:
     provider_ns: int = 0  # inside `ModelClient.complete`: httpx and the simulated provider
     simulator_ns: int = 0  # of which inside `SimulatedProvider.complete` (the model's side)
     body_ns: int = 0  # `Workers._body`: the history read and the join
-    history_ns: int = 0  # of which `RunStore.history` (the SQLite read of every stored message)
+    history_ns: int = 0  # of which SQLite reads (`Store.read` called inside `Workers._body`)
+    rows_read: int = 0  # rows those reads returned
     body_bytes: int = 0  # bytes of the request body built
     serialized_bytes: int = 0  # bytes `canonical_text` produced during the step
 
@@ -153,7 +162,7 @@ class Probe:
 
     def _wrap(self, workers: Workers) -> None:
         step, complete = workers.step, workers.model.complete
-        body, history = workers._body, workers.runs.history
+        body, read = workers._body, workers.store.read
 
         async def timed_step(run_id: str, *args: Any, **kwargs: Any) -> None:
             figures = CallFigures(run_id)
@@ -182,28 +191,36 @@ class Probe:
                 if figures is not None:
                     figures.provider_ns += time.perf_counter_ns() - start
 
-        def timed_body(*args: Any, **kwargs: Any) -> bytes:
+        def timed_body(session: Any, *args: Any, **kwargs: Any) -> bytes:
+            token = _in_body.set(True)
             start = time.perf_counter_ns()
-            built = body(*args, **kwargs)
+            try:
+                built = body(session, *args, **kwargs)
+            finally:
+                elapsed = time.perf_counter_ns() - start
+                _in_body.reset(token)
             figures = _current.get()
             if figures is not None:
-                figures.body_ns += time.perf_counter_ns() - start
+                figures.body_ns += elapsed
                 figures.body_bytes = len(built)
+                figures.messages = session.exec_count
             return built
 
-        def timed_history(*args: Any, **kwargs: Any) -> list[str]:
+        def timed_read(*args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+            if not _in_body.get():
+                return read(*args, **kwargs)
             start = time.perf_counter_ns()
-            items = history(*args, **kwargs)
+            rows = read(*args, **kwargs)
             figures = _current.get()
             if figures is not None:
                 figures.history_ns += time.perf_counter_ns() - start
-                figures.messages = len(items)
-            return items
+                figures.rows_read += len(rows)
+            return rows
 
         workers.step = timed_step  # type: ignore[method-assign]
         workers.model.complete = timed_complete  # type: ignore[method-assign]
         workers._body = timed_body  # type: ignore[method-assign]
-        workers.runs.history = timed_history  # type: ignore[method-assign]
+        workers.store.read = timed_read  # type: ignore[method-assign]
 
     def _future(self, run_id: str) -> asyncio.Future[None]:
         if run_id not in self._waiters:
@@ -270,17 +287,19 @@ class World:
             raise RuntimeError(f"POST {path}: {response.status_code} {response.text[:300]}")
         return response.json()
 
-    async def configure(self, script: str) -> None:
-        """One tool, one channel, one version whose system prompt names `script`; one wallet."""
+    async def configure(self, script: str, long: bool = False) -> None:
+        """One tool, one channel, one version whose system prompt names `script`; one wallet.
+        `long`: a channel and version whose window holds 10,000 messages below 70%."""
         binding = await self.post("/v1/bindings", {"name": "orders"})
         tool = {"name": "lookup", "description": "Read an order.",
                 "binding_id": binding["binding_id"], "input_schema": SCHEMA,
                 "output_schema": SCHEMA, "max_result_context_bytes": 1024}
         tool_set = await self.post("/v1/tool-sets", {"name": "t", "tools": [tool]})
-        channel = await self.post("/v1/channels", CHANNEL)
+        channel = await self.post("/v1/channels", LONG_CHANNEL if long else CHANNEL)
         version = await self.post("/v1/agents/agent-1/versions", {
             "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-            "system_prompt": f"You track orders for customers. {script_tag(script)}"})
+            "system_prompt": f"You track orders for customers. {script_tag(script)}",
+            **({"max_context_tokens": LONG_WINDOW} if long else {})})
         self.version = str(version["agent_version"])
         wallet = await self.post("/v1/wallets", {"name": "bench"})
         self.wallet = str(wallet["wallet_id"])
@@ -425,12 +444,35 @@ def window(length: int) -> tuple[int, int]:
     return length - max(4, length // 10), length
 
 
+def question(turn: int, customer: int) -> str:
+    return f"Question {turn} of customer {customer}: where is my order?"
+
+
+def seed(w: World, session_id: str, customer: int, messages: int) -> None:
+    """Fill a new session's histories to `messages` execution messages (system prompt, then
+    question and answer pairs, as the driven turns store them), with the engine's own
+    `append`, in one transaction: the long histories of section 1 without driving the
+    thousands of turns (and the simulated provider's growing cost) it would take."""
+    with w.workers.store.transaction() as db:
+        for turn in range((messages - 1) // 2):
+            runstore_module.append(db, session_id, "execution",
+                                   {"role": "user", "content": question(turn, customer)})
+            runstore_module.append(db, session_id, "formal",
+                                   {"type": "user", "text": question(turn, customer)})
+            runstore_module.append(db, session_id, "execution",
+                                   {"role": "assistant", "content": ANSWER})
+            runstore_module.append(db, session_id, "formal",
+                                   {"type": "assistant", "text": ANSWER})
+
+
 async def history_section(lengths: list[int], sessions: int) -> dict[str, Any]:
-    longest = max(lengths)
-    turns = longest // 2  # the first call sends system + user; each turn adds user + answer
+    driven = [n for n in lengths if n <= DRIVEN]
+    seeded = sorted(n for n in lengths if n > DRIVEN)
+    turns = max(driven, default=0) // 2  # the first call: system + user; a turn adds 2
+    steps = (turns + SEEDED_TURNS * len(seeded)) * sessions + 1
     async with world() as w:
-        w.provider.add_script("talk", [Step(text=ANSWER)] * (turns * sessions + 1))
-        await w.configure("talk")
+        w.provider.add_script("talk", [Step(text=ANSWER)] * steps)
+        await w.configure("talk", long=True)
         ids = [await w.session() for _ in range(sessions)]
         gc.collect()
         gc.disable()  # the engine's own work per call, not collections of the whole heap
@@ -439,9 +481,19 @@ async def history_section(lengths: list[int], sessions: int) -> dict[str, Any]:
             with _CountingCanonical():
                 for turn in range(turns):
                     for s, session_id in enumerate(ids):
-                        run_id = await w.run(session_id, f"Question {turn} of customer {s}: "
-                                             "where is my order?")
+                        run_id = await w.run(session_id, question(turn, s))
                         await w.probe.done(run_id)
+                for length in seeded:
+                    # The last of SEEDED_TURNS calls sends `length` messages; the first of
+                    # each session builds its prepared messages from the store (a cold call).
+                    start = length - 2 * SEEDED_TURNS + 1
+                    long_ids = [await w.session() for _ in range(sessions)]
+                    for s, session_id in enumerate(long_ids):
+                        seed(w, session_id, s, start)
+                    for turn in range(SEEDED_TURNS):
+                        for s, session_id in enumerate(long_ids):
+                            run_id = await w.run(session_id, question(start // 2 + turn, s))
+                            await w.probe.done(run_id)
         finally:
             gc.enable()
         wall = time.perf_counter() - wall
@@ -463,13 +515,15 @@ async def history_section(lengths: list[int], sessions: int) -> dict[str, Any]:
             "engine_us": engine, "engine_us_q1": q1, "engine_us_q3": q3,
             "body_us": med([c.body_ns / 1e3 for c in picked]),
             "history_read_us": med([c.history_ns / 1e3 for c in picked]),
+            "rows_read": med([float(c.rows_read) for c in picked]),
             "provider_us": med([c.provider_ns / 1e3 for c in picked]),
             "body_bytes": med([float(c.body_bytes) for c in picked]),
             "serialized_bytes": med([float(c.serialized_bytes) for c in picked]),
         })
     a, b = linear_fit([float(c.messages) for c in calls], [c.engine_ns / 1e3 for c in calls])
     ba, bb = linear_fit([float(c.messages) for c in calls], [c.body_ns / 1e3 for c in calls])
-    return {"sessions": sessions, "turns_per_session": turns, "calls": len(calls),
+    return {"sessions": sessions, "turns_per_session": turns, "seeded": seeded,
+            "seeded_turns": SEEDED_TURNS, "calls": len(calls),
             "wall_s": wall, "end_reasons": reasons, "rows": rows,
             "fit_engine_us": {"fixed": a, "per_message": b},
             "fit_body_us": {"fixed": ba, "per_message": bb}}
@@ -481,16 +535,20 @@ def print_history(result: dict[str, Any]) -> None:
           f"{result['turns_per_session']} turns, {result['calls']} model calls, "
           f"{result['wall_s']:.1f} s wall; GC off while driving; end reasons "
           f"{result['end_reasons']})")
+    if result["seeded"]:
+        print(f"   seeded (then {result['seeded_turns']} turns a session driven): "
+              f"{', '.join(str(n) for n in result['seeded'])} messages")
     print("   engine = Workers.step less the provider call; body = Workers._body "
-          "(history read + join); medians over the calls in the window")
+          "(history read + join); read = its SQLite reads, rows = rows they returned; "
+          "medians over the calls in the window")
     print(f"   {'messages':>8} {'window':>11} {'calls':>5} {'engine us':>10} {'IQR us':>15} "
-          f"{'body us':>8} {'read us':>8} {'provider us':>11} {'body bytes':>10} "
+          f"{'body us':>8} {'read us':>8} {'rows':>5} {'provider us':>11} {'body bytes':>10} "
           f"{'serialized':>10}")
     for r in rows:
         iqr = f"{r['engine_us_q1']:.0f}-{r['engine_us_q3']:.0f}"
         print(f"   {r['messages']:>8} {r['window'][0]:>5}-{r['window'][1]:<5} {r['calls']:>5} "
               f"{r['engine_us']:>10.0f} {iqr:>15} {r['body_us']:>8.0f} "
-              f"{r['history_read_us']:>8.0f} {r['provider_us']:>11.0f} "
+              f"{r['history_read_us']:>8.0f} {r['rows_read']:>5.0f} {r['provider_us']:>11.0f} "
               f"{r['body_bytes']:>10.0f} {r['serialized_bytes']:>10.0f}")
     if len(rows) >= 2:
         first, last = rows[0], rows[-1]
@@ -689,7 +747,8 @@ def ints(text: str) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--lengths", type=ints, help="history lengths (default 10,100,1000)")
+    parser.add_argument("--lengths", type=ints,
+                        help="history lengths (default 10,100,1000,10000; over 1000 seeded)")
     parser.add_argument("--sessions", type=int, help="sessions driven in section 1 (default 4)")
     parser.add_argument("--runs", type=int, help="one-call runs in section 2 (default 2000)")
     parser.add_argument("--batch", type=int, default=100, help="runs queued at once in 2")
@@ -709,7 +768,7 @@ def main() -> None:
         print(json.dumps(asyncio.run(memory_child(spec["runs"], spec["mode"], spec["trace"]))))
         return
 
-    lengths = args.lengths or ([10, 40] if args.quick else [10, 100, 1000])
+    lengths = args.lengths or ([10, 40] if args.quick else [10, 100, 1000, 10_000])
     sessions = args.sessions or (2 if args.quick else 4)
     runs = args.runs or (40 if args.quick else 2000)
     concurrent = args.concurrent or ([50] if args.quick else [1000, 10_000])

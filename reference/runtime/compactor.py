@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
     from arck.reference.runtime.worker import Workers
 
-__all__ = ["Compactor", "Ready", "Target", "figures", "held", "request_body"]
+__all__ = ["REQUEST_TAIL", "Compactor", "Ready", "Target", "figures", "held", "request_body",
+           "request_head"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,20 @@ class Ready:
 
 def request_body(model: str, max_tokens: int, tools: str, items: list[str]) -> bytes:
     """Stored message texts joined as they are: each request extends the last byte for byte."""
+    return request_head(model, max_tokens, tools) + ",".join(items).encode() + REQUEST_TAIL
+
+
+def request_head(model: str, max_tokens: int, tools: str) -> bytes:
+    """A request body up to its messages' first text; the texts, `,`-joined, and
+    `REQUEST_TAIL` follow (so a body can be built from texts already joined as bytes)."""
     head = f'{{"model":{json.dumps(model, ensure_ascii=False)},' \
            f'"max_completion_tokens":{max_tokens},'
     if tools:
         head += f'"tools":{tools},'
-    return f'{head}"messages":[{",".join(items)}]}}'.encode()
+    return f'{head}"messages":['.encode()
+
+
+REQUEST_TAIL = b"]}"
 
 
 def raw_of(session: SessionRow) -> int:

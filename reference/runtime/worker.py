@@ -33,13 +33,15 @@ from arck.reference.runtime import (
     revocations,
 )
 from arck.reference.runtime.compactor import (
+    REQUEST_TAIL,
     Compactor,
     Target,
     figures,
     raw_of,
-    request_body,
+    request_head,
 )
 from arck.reference.runtime.modelcall import ModelClient, Outcome, error_text
+from arck.reference.runtime.prepared import PreparedMessages
 from arck.reference.runtime.reconcile import Reconciler
 from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event, held
 from arck.reference.runtime.wallets import Wallets
@@ -86,6 +88,9 @@ class Workers:
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
         self.compactor = self.compactor_class(self, frozenset(_RESERVED))
+        # The requests' serialized messages per session: a cache checked against the store
+        # on every use, empty after a restart (prepared.py).
+        self.prepared = PreparedMessages(store)
         store.install(inputs.SCHEMA)  # appended input (RUN-06)
         store.install(revocations.SCHEMA)  # tool permissions revoked (RUN-14)
 
@@ -308,9 +313,12 @@ class Workers:
         return call_id
 
     def _body(self, session: SessionRow, model: str, max_tokens: int) -> bytes:
-        """Stored messages joined as they are: each request extends the last byte for byte."""
-        items = self.runs.history(session.session_id, "execution")
-        return request_body(model, max_tokens, session.tools, items)
+        """Stored messages joined as they are: each request extends the last byte for byte.
+        The joined texts are kept per session and extended by the rows appended since the
+        last call (prepared.py), so a call costs what was appended, not the whole history."""
+        return self.prepared.joined(session.session_id,
+                                    request_head(model, max_tokens, session.tools),
+                                    REQUEST_TAIL)
 
     def _finish(
         self, run_id: str, worker: str, session: SessionRow, call_id: str, reservation: int,
