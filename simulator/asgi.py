@@ -35,6 +35,7 @@ class SyncASGITransport(httpx.BaseTransport):
         # the app's loop once each answer is read (until_idle: the work a request started is
         # done before the caller sees the answer, so a sequence of requests replays exactly).
         self._after = after
+        self._raise = raise_app_exceptions
         self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         self._stack = ExitStack()
         self._portal: BlockingPortal | None = None
@@ -59,6 +60,10 @@ class SyncASGITransport(httpx.BaseTransport):
         )
         status, headers, content = self._portal_started().call(self._send, forwarded)
         return httpx.Response(status, headers=headers, content=content, request=request)
+
+    def replace_app(self, app: Any) -> None:
+        """Answer from `app` from now on, in the same loop: a restarted service (RUN-02)."""
+        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=self._raise)
 
     def hang_up(self, request: httpx.Request, enough: Enough) -> httpx.Response:
         """Send `request`, read its answer until `enough`, then drop the connection (RUN-03).

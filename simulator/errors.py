@@ -9,3 +9,8 @@ class UsageError(Exception):
 
 class TargetUnreachable(Exception):
     """The target answered nothing: exit code 2, never a pass."""
+
+
+class StepUnavailable(Exception):
+    """The target cannot do an optional step (restart, ...): the checks needing it are not
+    applicable, with this message as the reason."""

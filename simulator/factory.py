@@ -17,6 +17,7 @@ from arck.simulator.clock import DEFAULT_START, VirtualClock, until_idle
 from arck.simulator.control import InProcessControl, ServedControl, serve_provider
 from arck.simulator.errors import TargetUnreachable, UsageError
 from arck.simulator.provider import SimulatedProvider
+from arck.simulator.restart import command_restarter
 from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
 from arck.simulator.targetfile import ROLES, TargetFile, load
 
@@ -144,6 +145,19 @@ def _wired(build: Any, kind: str, location: str, config: TargetFile) -> Target:
     transport = SyncASGITransport(app, after=until_idle)
     target = _in_process(app, kind, location, config, transport)
     target.control = InProcessControl(transport, clock, provider)
+    apps = [app]
+
+    def restart() -> None:
+        """As SIGKILL then a start on the same database: the workers die wherever they are
+        (a model call in flight goes with them), and a new app of the same build takes the
+        same store, with nothing of the old one's memory."""
+        old = apps[-1]
+        transport.call(old.state.runtime.workers.stop)
+        apps.append(build(clock=clock, provider_transport=provider.async_transport(),
+                          engine=old.state.engine))
+        transport.replace_app(apps[-1])
+
+    target.restarter = restart
     return target
 
 
@@ -155,6 +169,9 @@ def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     rate = config.safety.max_requests_per_second
     target = HttpTarget(client, info, tokens, RateLimiter(rate / share if rate else None))
     target.dev_credentials = tokens == DEV_TOKENS
+    if config.target.restart is not None:
+        target.restarter = command_restarter(config.target.restart, client,
+                                             config.safety.timeout_seconds)
     return target
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import httpx
 
 from arck.simulator.asgi import SyncASGITransport
-from arck.simulator.errors import TargetUnreachable
+from arck.simulator.errors import StepUnavailable, TargetUnreachable
 
 if TYPE_CHECKING:
     from arck.simulator.control import Control
@@ -192,6 +192,9 @@ class HttpTarget:
         self.limiter = limiter or RateLimiter(None)
         self.created: list[str] = []
         self.control: Control | None = None
+        # Stops the service abruptly and starts it again on the same durable state (RUN-02):
+        # set in-process, or by the target file's `restart` command; None: no such step.
+        self.restarter: Callable[[], None] | None = None
         self.exchanges = 0
         self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
@@ -325,6 +328,16 @@ class HttpTarget:
         """Revoke the agent's permission to have a tool dispatched (RUN-14); optional."""
         body = {"tool_name": tool_name}
         return self._post(f"/v1/agents/{agent_id}/tool-revocations", body, role)
+
+    def restart(self) -> None:
+        """Kill the service mid-work and start it again on its stored state (RUN-02);
+        optional: StepUnavailable when the target says no way to."""
+        if self.restarter is None:
+            raise StepUnavailable(
+                "the target has no restart step: give the target file's [target] restart "
+                "command (docs/targets.md), or implement `restart()` in its adapter"
+            )
+        self.restarter()
 
     def drop_event_stream(self, run_id: str, role: str = "full") -> Exchange:
         """Open the run's event stream, read its first event, hang up (RUN-03); optional.

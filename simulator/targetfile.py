@@ -6,6 +6,7 @@ name = "acme-runtime"
 base_url = "https://runtime.staging.example"   # or: adapter = "mypkg.arck_adapter:Adapter"
 profile = "core"                 # "reference" to also be checked against the reference profile
 capabilities = []
+restart = "systemctl restart acme-runtime"   # optional: kill and start again (RUN-02)
 
 [credentials]                    # "env:NAME" reads the token from the environment
 full = "env:ACME_TOKEN_FULL"     # every permission, scope on agents named with the prefix
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -61,6 +63,21 @@ class TargetSection(_Strict):
     app: str | None = None  # dotted path to an ASGI app factory, run in-process
     profile: Literal["core", "reference"] = "core"
     capabilities: list[str] = Field(default_factory=list)
+    # A command (split as a shell would, run without one) that kills the service and starts
+    # it again on the same stored state; arck waits for it, then for /v1/health (RUN-02).
+    restart: str | None = None
+
+    @field_validator("restart")
+    @classmethod
+    def _command(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                words = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"{value!r} is not a command line: {exc}") from None
+            if not words:
+                raise ValueError("an empty command; leave `restart` out instead")
+        return value
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetSection:

@@ -1,8 +1,10 @@
 """BIL: balance, reservation and settlement (SPEC §8), judged from the wallet the target shows
-and the usage the simulated provider reported, priced by arck's own arithmetic."""
+and the usage the simulated provider reported, priced by arck's own arithmetic; and CTX-12,
+the estimate kept out of billing and byte budgets."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -10,8 +12,9 @@ from hypothesis import strategies as st
 from arck.conformance import runoracle as money
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
-from arck.conformance.runworld import Agent, ChannelSpec, RunWorld, world
-from arck.simulator.provider import SlowAnswer, Step, UsageDrift
+from arck.conformance.errors import NotTestable
+from arck.conformance.runworld import TOOL, Agent, ChannelSpec, RunWorld, canonical, messages, world
+from arck.simulator.provider import SlowAnswer, Step, ToolCall, UsageDrift
 
 FUNDS = 10**12
 
@@ -116,3 +119,81 @@ def test_money_conserved_with_many_runs_on_one_wallet(ctx: CheckContext, case: A
             expect(not w.requests(agent), "BIL-02",
                    "no model request from a run ended for insufficient balance",
                    f"{len(w.requests(agent))} request(s) sent by {run_id}")
+
+
+# -- CTX-12: the estimate serves context management only ------------------------------------
+
+DRIFTS = st.sampled_from([(4.0, 0.25), (0.25, 4.0), (3.0, 0.5)])
+ROWS = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
+                        max_size=30), min_size=1, max_size=6)
+
+
+def _rows(words: list[str], size: int) -> dict[str, Any]:
+    """A result of about `size` bytes made of `words`: over the 2,048-byte budget, under 8,192."""
+    rows: list[str] = []
+    while len(canonical(rows).encode()) < size:
+        rows.append(words[len(rows) % len(words)] * 4)
+    return {"arck": "estimate-independent", "rows": rows}
+
+
+@property_check("CTX-12", cases=st.tuples(DRIFTS, st.integers(min_value=2_600, max_value=7_000),
+                                          ROWS))
+def test_the_estimate_sets_no_charge_and_no_byte_budget(ctx: CheckContext, case: Any) -> None:
+    """Two sessions whose provider reports prompt tokens drifted opposite ways, so their
+    calibrated estimates part: the same tool result enters both requests as the same bytes
+    (a byte budget is bytes), and each wallet is charged its reported usage × price."""
+    (first, second), size, words = case
+    w = world(ctx)
+    result = _rows(words, size)
+    sides = []
+    # A channel each: samples are kept per channel (CTX-10), so each side calibrates alone.
+    for factor, spec in ((first, ChannelSpec()), (second, ChannelSpec(timeout_ms=29_000))):
+        channel = w.channel(spec)
+        drift = [UsageDrift(factor=factor)]
+        agent = w.agent([Step(text="warm", faults=drift), Step(text="warm again", faults=drift),
+                         Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": "rows"})],
+                              faults=drift), Step(text="done", faults=drift)],
+                        channel=channel, budget=2048)
+        wallet = w.wallet(FUNDS)
+        session = w.session(agent, wallet)
+        runs = []
+        for text in ("first question", "second question", "look the rows up"):
+            run_id = str(w.start(session, text)["run_id"])
+            w.drive(run_id, lambda n: result, functools.partial(_receipt_id, run_id))
+            runs.append(run_id)
+        sides.append((agent, wallet, runs, spec))
+    estimates = [_last_estimate(w, runs[-1]) for _, _, runs, _ in sides]
+    if None not in estimates and _close(estimates[0], estimates[1]):
+        raise NotTestable(f"not testable: the two sessions' calibrated estimates never parted "
+                          f"({estimates[0]} and {estimates[1]})")
+    tools = [[m.get("content") for m in messages(w.requests(agent)[-1])
+              if m.get("role") == "tool"] if w.requests(agent) else [] for agent, *_ in sides]
+    if not tools[0] or not tools[1]:
+        raise NotTestable(f"not testable: the tool result reached no request (tool messages "
+                          f"per side: {len(tools[0])}, {len(tools[1])})")
+    expect(canonical(tools[0]) == canonical(tools[1]), "CTX-12",
+           f"the same {size}-byte result entering both sessions as the same bytes, whatever "
+           f"their estimates ({estimates[0]} and {estimates[1]} tokens)",
+           lambda: f"{canonical(tools[0])[:200]} / {canonical(tools[1])[:200]}")
+    for agent, wallet, _, spec in sides:
+        low, high = _bounds(_reported(w, [agent]), spec)
+        state = w.wallet_state(wallet)
+        charged = state.get("charged")
+        expect(isinstance(charged, int) and low <= charged <= high, "CTX-12",
+               f"{low}..{high} micro-units charged: the reported usage × price, never the "
+               "estimate", str(state))
+
+
+def _receipt_id(run_id: str, n: int) -> str:
+    return f"arck-r-{run_id}-{n}"
+
+
+def _last_estimate(w: RunWorld, run_id: str) -> float | None:
+    started = [e for e in w.of_type(run_id, "model_call.started")
+               if e.get("purpose", "main") == "main"]
+    value = started[-1].get("calibrated_estimate") if started else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and max(a, b) < 1.5 * min(a, b)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from arck.conformance import oracle, runoracle
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import CheckFailure
+from arck.conformance.errors import CheckFailure, NotTestable
 from arck.conformance.runworld import TOOL, RunWorld, canonical, messages, world
 from arck.simulator.provider import (
     Fault,
@@ -171,6 +171,50 @@ def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -
     expect(bool(formal) and any(_contains_equal(i, result) for i in formal), ("BUD-16",
            "RUN-07"), "the full receipt in the formal history, canonically equal",
            lambda: canonical(formal)[:300])
+
+
+PROTECTED_KINDS = ("submission", "reconciliation_required")
+
+
+@property_check("BUD-18", cases=st.tuples(st.sampled_from(PROTECTED_KINDS), RESULTS),
+                examples=tuple((kind, sized) for kind in PROTECTED_KINDS
+                               for sized in SIZED_RESULTS[1:]))
+def test_protected_results_are_never_projected(ctx: CheckContext, case: Any) -> None:
+    """A submission's result, or an unknown business outcome's, enters the model's context
+    whole, however far over the tool's budget: the request after it carries the result,
+    JSON-equal (it may also be found only in the execution history, if the target stops
+    the run there)."""
+    kind, (budget, rows) = case
+    result = {"status": "submitted" if kind == "submission" else "unknown",
+              "task": "arck-task-1", "rows": rows}
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={})]),
+                     Step(text="noted")], budget=budget)
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, "Hand it off")["run_id"]
+    snapshot, _ = w.settle(run_id)
+    pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+    if snapshot.get("state") != "waiting_tools" or not pending:
+        raise NotTestable(f"not testable: the run never waited for its tool call: {snapshot}")
+    exchange = w.target.submit_receipt(
+        str(pending[0].get("call_id")),
+        {"receipt_id": f"arck-{kind}", "kind": kind, "result": result})
+    expect(200 <= exchange.status < 300, "BUD-18",
+           f"a {kind} receipt of {oracle.size(result)} bytes accepted (budget {budget})",
+           exchange.describe)
+    w.settle(run_id)
+    sent = [m for r in w.requests(agent)[1:] for m in messages(r) if m.get("role") == "tool"]
+    stored = [m for m in w.history(session, "execution")
+              if isinstance(m, dict) and m.get("role") == "tool"] if not sent else []
+    seen = sent or stored
+    if not seen:
+        raise NotTestable(f"not testable: the {kind} result reached neither a request nor "
+                          "the execution history as a tool message")
+    expect(all(_same_json(str(m.get("content")), result) for m in seen), "BUD-18",
+           f"the {kind} result of {oracle.size(result)} bytes entering whole, never "
+           f"projected to the {budget}-byte budget",
+           lambda: f"{len(str(seen[0].get('content')).encode())} bytes: "
+                   f"{str(seen[0].get('content'))[:200]}")
 
 
 def _json(text: Any) -> Any:

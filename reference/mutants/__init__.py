@@ -809,6 +809,39 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-03",),
         "streams:disconnect_cancels_run",
     ),
+    # the estimate outside context management
+    (
+        "bills-by-estimate",
+        "a main call's prompt is charged at its calibrated estimate, not the reported tokens",
+        ("CTX-12",),
+        "estimates:estimate_billed",
+    ),
+    (
+        "budget-by-estimate",
+        "a tool's byte budget is scaled by the session's calibration (raw / real tokens)",
+        ("CTX-12",),
+        "estimates:estimate_budget",
+    ),
+    # receipts
+    (
+        "projects-protected",
+        "a submission's and an unknown business outcome's results are projected like any other",
+        ("BUD-18",),
+        "receipts:projects_protected",
+    ),
+    # durable runs: what only a crash and a restart show
+    (
+        "takeover-resends",
+        "a run taken over from a dead worker sends its in-flight call again, unchecked",
+        ("RUN-02",),
+        "durability:blind_takeover",
+    ),
+    (
+        "no-takeover",
+        "a running run whose worker died is never taken over: it stays running for ever",
+        ("RUN-02",),
+        "durability:no_takeover",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

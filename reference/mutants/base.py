@@ -37,5 +37,10 @@ def serve(
 ) -> FastAPI:
     """The reference app around `engine` (default: the reference engine with `projector`);
     `seams` replace runtime classes (`workers_class`, `runtime_class`)."""
+    wiring = dict(_WIRING.get({}))
+    # A restart (RUN-02) hands the first build's engine back: the same store, a new app.
+    restarted = wiring.pop("engine", None)
+    if restarted is not None:
+        engine = restarted
     engine = engine if engine is not None else Engine(projector=projector)
-    return create_app(engine, **_WIRING.get({}), **seams)
+    return create_app(engine, **wiring, **seams)

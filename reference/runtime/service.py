@@ -46,6 +46,9 @@ from arck.reference.store import Store
 __all__ = ["Runtime"]
 
 _M = TypeVar("_M", bound=BaseModel)
+# A tool call's state once its final receipt is stored, by the receipt's kind.
+CALL_STATE = {"completed": "completed", "submission": "submitted",
+              "reconciliation_required": "reconciliation_required"}
 
 
 def _validate(model: type[_M], data: object) -> _M:
@@ -251,19 +254,18 @@ class Runtime:
             state = db.execute("SELECT state FROM tool_calls WHERE id = ?",
                                (call_id,)).fetchone()[0]
             if state != "dispatchable":
-                raise Conflict("the call already has its completed receipt", "call_id")
-            projected = self.engine.projector.project(receipt.result, budget)
+                raise Conflict("the call already has its final receipt", "call_id")
+            content, figures = self._context_text(receipt, budget)
             db.execute("INSERT INTO receipts (call_id, receipt_id, body, projection) "
-                       "VALUES (?, ?, ?, ?)",
-                       (call_id, receipt.receipt_id, body, canonical_text(projected.result)))
-            db.execute("UPDATE tool_calls SET state = 'completed' WHERE id = ?", (call_id,))
+                       "VALUES (?, ?, ?, ?)", (call_id, receipt.receipt_id, body, content))
+            db.execute("UPDATE tool_calls SET state = ? WHERE id = ?",
+                       (CALL_STATE[receipt.kind], call_id))
             append(db, session_id, "formal", {"type": "receipt", "call_id": call_id,
                                               **receipt.model_dump()})
             append(db, session_id, "execution", {"role": "tool", "tool_call_id": tool_call_id,
-                                                 "content": canonical_text(projected.result)})
+                                                 "content": content})
             event(db, run_id, "receipt.stored", at, call_id=call_id,
-                  receipt_id=receipt.receipt_id, original_bytes=projected.original_bytes,
-                  retained_bytes=projected.retained_bytes, truncated=projected.truncated)
+                  receipt_id=receipt.receipt_id, kind=receipt.kind, **figures)
             waiting = db.execute("SELECT 1 FROM tool_calls WHERE run_id = ? AND "
                                  "state = 'dispatchable' LIMIT 1", (run_id,)).fetchone()
             if waiting is None and db.execute(
@@ -273,3 +275,18 @@ class Runtime:
                 event(db, run_id, "run.queued", at)
         self.workers.notify()
         return ReceiptAnswer(call_id=call_id, receipt_id=receipt.receipt_id, replayed=False)
+
+    def _context_text(self, receipt: Receipt, budget: int) -> tuple[str, dict[str, Any]]:
+        """The tool message's content and the figures of `receipt.stored`: a completed
+        result projected to the tool's budget (BUD-15); a submission or an unknown business
+        result whole, however large (BUD-18: projecting it could cut the handle or the
+        evidence the model needs to follow it up)."""
+        if receipt.kind == "completed":
+            projected = self.engine.projector.project(receipt.result, budget)
+            return canonical_text(projected.result), {
+                "original_bytes": projected.original_bytes,
+                "retained_bytes": projected.retained_bytes, "truncated": projected.truncated}
+        content = canonical_text(receipt.result)
+        size = len(content.encode())
+        return content, {"original_bytes": size, "retained_bytes": size, "truncated": False,
+                         "protected": True}

@@ -151,7 +151,8 @@ class ToolCallView(BaseModel):
     tool_call_id: str
     name: str
     arguments: str
-    state: Literal["dispatchable", "completed", "revoked"]
+    state: Literal["dispatchable", "completed", "submitted", "reconciliation_required",
+                   "revoked"]
 
 
 class ToolCallList(BaseModel):
@@ -159,11 +160,13 @@ class ToolCallList(BaseModel):
 
 
 class Receipt(BaseModel):
-    """A completed receipt; the other kinds and claims come with the receipt protocol."""
+    """A call's final receipt. `submission` (asynchronous work handed off) and
+    `reconciliation_required` (a business outcome unknown) enter the execution history whole,
+    never projected (BUD-18); accepted, progress and claims come with the receipt protocol."""
 
     model_config = _STRICT
     receipt_id: str = Field(min_length=1, max_length=200)
-    kind: Literal["completed"]
+    kind: Literal["completed", "submission", "reconciliation_required"]
     result: Any = None
 
 

@@ -195,9 +195,10 @@ class Disconnect(_Data):
 
 # Actions that need an optional step of the target (action → its method): a target without
 # it (an adapter's) cannot run the scenario at all (docs/scenarios.md "Steps a target lacks").
-TARGET_STEPS = {"append_input": "append_input", "revoke": "revoke"}
-# Actions no target can run yet (action → why): declared, never run.
-UNSUPPORTED_ACTIONS = {"disconnect": "the target protocol has no event-stream step yet"}
+TARGET_STEPS = {"append_input": "append_input", "revoke": "revoke",
+                "disconnect": "drop_event_stream"}
+# Actions no target can run yet (action → why): declared, never run. None at present.
+UNSUPPORTED_ACTIONS: dict[str, str] = {}
 _ACTIONS: dict[str, type[_Data]] = {
     "run": Run, "wait": Wait, "advance": Advance, "receipt": Receipt, "cancel": Cancel,
     "append_input": AppendInput, "revoke": Revoke, "disconnect": Disconnect,

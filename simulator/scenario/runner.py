@@ -188,6 +188,8 @@ class _Driver:
                 exchanges.append(self.target.append_input(run_id, args.input))
             elif kind == "cancel":
                 exchanges.append(self.target.cancel_run(run_id))
+            elif kind == "disconnect":
+                exchanges.append(self.target.drop_event_stream(run_id))
         expected = getattr(args, "expect_status", None)
         if expected is not None:
             last = exchanges[-1].status if exchanges else None

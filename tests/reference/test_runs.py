@@ -96,6 +96,38 @@ def test_tool_call_waits_for_its_receipt_projected_once() -> None:
     one_app(test)
 
 
+def test_submission_and_unknown_outcome_enter_whole_and_end_the_call() -> None:
+    for kind, state in (("submission", "submitted"),
+                        ("reconciliation_required", "reconciliation_required")):
+        async def test(world: App, kind: str = kind, state: str = state) -> None:
+            client, provider, clock, _ = world
+            provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={})]),
+                                      Step(text="Noted.")])
+            s = await session(client, "s")
+            r = await run(client, s["session_id"], "Hand it off")
+            assert (await settled(client, clock, r["run_id"]))["state"] == "waiting_tools"
+            [call] = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()[
+                "tool_calls"]
+            result = {"task": "t-1", "notes": "é" * 3000}
+            receipt = {"receipt_id": "rc-1", "kind": kind, "result": result}
+            path = f"/v1/tool-calls/{call['call_id']}/receipts"
+            assert (await post(client, path, receipt, 200))["replayed"] is False
+            assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
+            tool_message = json.loads(provider.recorded()[1].body)["messages"][3]
+            assert json.loads(tool_message["content"]) == result  # whole: 6 KB, budget 1 KB
+            [stored] = of(await event_list(client, r["run_id"]), "receipt.stored")
+            assert (stored["kind"], stored["protected"], stored["truncated"]) == (kind, True,
+                                                                                 False)
+            assert stored["retained_bytes"] == stored["original_bytes"] > 6000
+            [after] = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()[
+                "tool_calls"]
+            assert after["state"] == state
+            again = {**receipt, "receipt_id": "rc-2", "kind": "completed"}
+            await post(client, path, again, 409)  # one final receipt per call
+
+        one_app(test)
+
+
 def test_calibration_arithmetic_is_exact() -> None:
     async def test(world: App) -> None:
         client, provider, clock, _ = world

@@ -172,6 +172,7 @@ MUTANT_CATCHES = [
      "r1 receipt.stored"),
     ("revocation-ends-the-run-permission-changed", "plan-after-revocation",
      "runs.flight.tool_call_states"),
+    ("dropped-stream-would-cancel-the-run", "disconnect-cancels-run", "runs.r1.end_reason"),
 ]
 
 
@@ -261,8 +262,9 @@ class Without:
 
 
 @pytest.mark.parametrize(("action", "left_out", "says"), [
-    ("disconnect: {run: r1}", (), r"actions\[1\].disconnect: not supported by this target "
-                                  r"yet \(the target protocol has no event-stream step"),
+    ("disconnect: {run: r1}", ("drop_event_stream",),
+     r"actions\[1\].disconnect: not supported by this target yet \(target reference has no "
+     "drop_event_stream step"),
     ("append_input: {run: r1, input: more}", ("append_input",),
      r"actions\[1\].append_input: not supported by this target yet \(target reference has "
      "no append_input step"),
@@ -379,17 +381,17 @@ def test_cli_usage_errors_exit_2(scenario_file: Path, args: list[str], says: str
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_cli_bad_file_and_unsupported_step_exit_2(tmp_path: Path) -> None:
+def test_cli_bad_file_and_inapplicable_target_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(BASE.replace("  - run: {input: Hello}", "  - run: {}"), "utf-8")
     done = arck("scenario", "run", str(bad))
     assert done.returncode == 2
     assert "actions[0].run.input: Field required" in done.stdout
-    later = tmp_path / "later.yaml"
-    later.write_text(BASE.replace("  - wait: {run: r1}", "  - disconnect: {run: r1}"), "utf-8")
-    done = arck("scenario", "run", str(later))
-    assert done.returncode == 2
-    assert "actions[1].disconnect: not supported by this target yet" in done.stdout
+    good = tmp_path / "good.yaml"
+    good.write_text(BASE, "utf-8")
+    done = arck("scenario", "run", str(good), "--target", "http://127.0.0.1:9")
+    assert done.returncode == 2  # a service without a provider section: not applicable
+    assert "has no control" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 

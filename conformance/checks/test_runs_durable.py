@@ -1,0 +1,156 @@
+"""RUN-02: a run outlives its worker. The target is killed and started again (its `restart`
+step) while a model call is in flight or while the run waits for tools; the run must go on
+to the same end from its stored state, with no paid model call made twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance.checking import expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
+from arck.conformance.runworld import (
+    TOOL,
+    Agent,
+    RunWorld,
+    canonical,
+    messages,
+    needs_virtual_time,
+    world,
+)
+from arck.simulator.errors import StepUnavailable
+from arck.simulator.provider import SlowAnswer, Step, ToolCall
+
+FUNDS = 10**12
+IN_FLIGHT_S = 10.0  # each answer takes this long: well inside the channel's 30 s timeout
+LOOK_S = 0.5  # how far time moves while waiting for a call to be sent
+LOOKS = 8  # at most 4 s of waiting: the answer (10 s) is still in flight
+POINTS = ("first call in flight", "waiting for tools", "second call in flight")
+
+
+def _restart(w: RunWorld) -> None:
+    restart = getattr(w.target, "restart", None)
+    if not callable(restart):
+        raise NotApplicable("the target offers no restart step (`restart` in its adapter)")
+    try:
+        restart()
+    except StepUnavailable as exc:
+        raise NotApplicable(str(exc)) from None
+
+
+def _in_flight(w: RunWorld, agent: Agent, calls: int) -> bool:
+    """Wait (a few seconds at most) until the provider holds call `calls` unanswered."""
+    for _ in range(LOOKS):
+        records = [r for r in w.provider.records() if r.conversation == agent.script]
+        if len(records) >= calls and records[calls - 1].outcome == "received":
+            return True
+        if len(records) >= calls:
+            return False  # already answered: the moment has passed
+        w.control.advance(LOOK_S)
+    return False
+
+
+def _kept(w: RunWorld, run_id: str, session: str, point: str) -> None:
+    """Restart now; what was stored before must all be there after."""
+    formal, execution = w.history(session, "formal"), w.history(session, "execution")
+    calls = sorted(str(c.get("call_id")) for c in w.tool_calls(run_id))
+    _restart(w)
+    snapshot = w.snapshot(run_id)
+    expect(snapshot.get("state") != "ended", "RUN-02",
+           f"the run still going right after a restart ({point})", str(snapshot))
+    for kind, before in (("formal", formal), ("execution", execution)):
+        after = w.history(session, kind)
+        expect(canonical(after) == canonical(before), "RUN-02",
+               f"the {kind} history kept whole across a restart ({point})",
+               f"before {canonical(before)[:300]} / after {canonical(after)[:300]}")
+    now = sorted(str(c.get("call_id")) for c in w.tool_calls(run_id))
+    expect(now == calls, "RUN-02", f"the same tool calls after a restart ({point})",
+           f"before {calls}, after {now}")
+
+
+@property_check("RUN-02", cases=st.lists(st.sampled_from(POINTS), min_size=1, max_size=4),
+                examples=(list(POINTS), [POINTS[0], POINTS[0]], [POINTS[1]]))
+def test_a_run_survives_restarts(ctx: CheckContext, case: Any) -> None:
+    """Killed and started again at the chosen moments, the run goes on from its stored state:
+    the tool call it waits for stays the one to answer, the answer in flight is not paid
+    twice, and the run ends with the model's last answer in its formal history once (core
+    also allows `cost_pending_reconciliation` after a restart that cut a call in flight, for
+    a target that cannot look the call up; never a resend)."""
+    points = Counter(case)
+    w = world(ctx)
+    needs_virtual_time(w, "waiting for a lapsed lease after a restart")
+    slow = [SlowAnswer(seconds=IN_FLIGHT_S)]
+    final = f"arck-final-{ctx.name('answer')}"
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": "lookup"})],
+                          faults=slow), Step(text=final, faults=slow)])
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    text = "Look it up, then answer"
+    run_id = str(w.start(session, text).get("run_id"))
+    cut = done = 0  # restarts that cut a call in flight; all restarts
+    for _ in range(points[POINTS[0]]):
+        if not _in_flight(w, agent, 1):
+            break
+        _kept(w, run_id, session, POINTS[0])
+        cut, done = cut + 1, done + 1
+    snapshot, _ = w.settle(run_id)
+    if snapshot.get("state") == "waiting_tools":
+        for _ in range(points[POINTS[1]]):
+            _kept(w, run_id, session, POINTS[1])
+            done += 1
+        pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+        expect(len(pending) == 1, "RUN-02", "one dispatchable tool call to answer",
+               lambda: canonical(w.tool_calls(run_id))[:400])
+        body = {"receipt_id": f"arck-r-{run_id}-1", "kind": "completed",
+                "result": {"found": "arck-found"}}
+        w.ok(w.target.submit_receipt(str(pending[0].get("call_id")), body),
+             "send a completed receipt")
+        for _ in range(points[POINTS[2]]):
+            if not _in_flight(w, agent, 2):
+                break
+            _kept(w, run_id, session, POINTS[2])
+            cut, done = cut + 1, done + 1
+        snapshot, _ = w.settle(run_id)
+    elif snapshot.get("state") != "ended":
+        raise CheckFailure("RUN-02", "the run taken over after the restart and settled",
+                           f"{snapshot} (restarts: {case})")
+    if not done:
+        raise NotTestable(f"not testable: none of the restart moments {case} came (no model "
+                          "call in flight, or no wait for tools)")
+    _judge(w, agent, session, run_id, snapshot, case, cut=cut > 0, final=final, text=text)
+
+
+def _judge(
+    w: RunWorld, agent: Agent, session: str, run_id: str, snapshot: dict[str, Any],
+    case: list[str], *, cut: bool, final: str, text: str,
+) -> None:
+    reason = snapshot.get("end_reason")
+    allowed = {"completed"}
+    if cut and w.ctx.profile != "reference":
+        allowed.add("cost_pending_reconciliation")
+    expect(snapshot.get("state") == "ended" and reason in allowed, "RUN-02",
+           f"the run continued to its end after restarts at {case} (end reason "
+           f"{' or '.join(sorted(allowed))})", str(snapshot))
+    billed = [r for r in w.provider.records() if r.conversation == agent.script and r.billed]
+    sent = {r.id: r for r in w.requests(agent)}
+    bodies = Counter(canonical(messages(sent[r.id])) for r in billed if r.id in sent)
+    twice = [body for body, n in bodies.items() if n > 1]
+    expect(not twice, "RUN-02", "no paid model call made twice (each request body billed "
+           "once)", lambda: f"{len(twice)} body billed more than once: {twice[0][:300]}")
+    expect(len(billed) <= 2, "RUN-02", "at most the script's two paid calls",
+           f"{len(billed)} billed calls")
+    if reason != "completed":
+        return
+    formal = w.history(session, "formal")
+    finals = [i for i in formal if final in canonical(i)]
+    inputs = [i for i in formal if text in canonical(i)]
+    expect(len(finals) == 1 and len(inputs) == 1, "RUN-02",
+           "the formal history holding the input once and the model's last answer once",
+           lambda: canonical(formal)[:600])
+    calls = w.tool_calls(run_id)
+    expect(len(calls) == 1, "RUN-02", "one tool call for the one planned (none planned "
+           "again after a restart)", lambda: canonical(calls)[:400])
+

@@ -1,0 +1,83 @@
+"""Mutants where the token estimate leaks past context management (CTX-12): into a charge,
+or into a byte budget. Both look right while the estimate is close to the provider's count;
+only usage that drifts away from it shows them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from fastapi import FastAPI
+
+from arck.reference.mutants.base import serve
+from arck.reference.runtime import billing
+from arck.reference.runtime.modelcall import Outcome
+from arck.reference.runtime.runstore import RunStore, SessionRow
+from arck.reference.runtime.worker import Workers
+
+
+class EstimateBilledWorkers(Workers):
+    """Charges a main call's prompt at its calibrated estimate, not the reported tokens; the
+    calibration sample and the recorded usage stay the provider's."""
+
+    def _finish(
+        self, run_id: str, worker: str, session: SessionRow, call_id: str, reservation: int,
+        raw: int, set_key: str, prices: billing.Prices, outcome: Outcome,
+        purpose: str = "main", repairable: bool = False,
+    ) -> str | None:
+        usage = (outcome.body or {}).get("usage")
+        estimate = self._estimate(run_id, call_id)
+        if purpose != "main" or not isinstance(usage, dict) or estimate is None:
+            return super()._finish(run_id, worker, session, call_id, reservation, raw,
+                                   set_key, prices, outcome, purpose, repairable)
+        prompt, _, cached = billing.usage_figures(usage)
+        billed = {**usage, "prompt_tokens": max(estimate, cached)}
+        body = {**(outcome.body or {}), "usage": billed}
+        answer = super()._finish(run_id, worker, session, call_id, reservation, raw, set_key,
+                                 prices, dataclasses.replace(outcome, body=body), purpose,
+                                 repairable)
+        with self.store.transaction() as db:  # put the provider's count back where it is read
+            db.execute("UPDATE calibration_samples SET real = ? WHERE model_call_id = ?",
+                       (prompt, call_id))
+            db.execute("UPDATE sessions SET last_real = ? WHERE id = ? AND last_raw = ?",
+                       (prompt, session.session_id, raw))
+        return answer
+
+    def _estimate(self, run_id: str, call_id: str) -> int | None:
+        for item in self.runs.events(run_id):
+            data = item["data"]
+            if item["type"] == "model_call.started" and data.get("call_id") == call_id:
+                value = data.get("calibrated_estimate")
+                return math.ceil(value) if isinstance(value, int | float) else None
+        return None
+
+
+def estimate_billed() -> FastAPI:
+    return serve(workers_class=EstimateBilledWorkers)
+
+
+class _EstimateScaledBudgets(RunStore):
+    """A tool's byte budget converted through the session's calibration: budget × raw / real,
+    as if bytes were tokens the coefficient corrects."""
+
+    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
+        found = super().tool_call(tenant, call_id)
+        if found is None:
+            return None
+        run_id, session_id, tool_call_id, budget, state = found
+        rows = self.store.read("SELECT last_raw, last_real FROM sessions WHERE id = ?",
+                               (session_id,))
+        raw, real = rows[0] if rows else (None, None)
+        if raw and real:
+            budget = min(max(budget * raw // real, 1024), 32_768)
+        return run_id, session_id, tool_call_id, budget, state
+
+
+class EstimateBudgetWorkers(Workers):
+    def __init__(self, store: Any, runs: RunStore, *args: Any, **kwargs: Any) -> None:
+        super().__init__(store, _EstimateScaledBudgets(store), *args, **kwargs)
+
+
+def estimate_budget() -> FastAPI:
+    return serve(workers_class=EstimateBudgetWorkers)
