@@ -151,6 +151,24 @@ class RuntimeTarget(Target, Protocol):
     def submit_receipt(self, call_id: str, body: Any, role: str = "full") -> Exchange: ...
 
 
+@runtime_checkable
+class ExecutorTarget(RuntimeTarget, Protocol):
+    """A target whose tool calls executors claim and answer (docs/executors.md).
+
+    `register_executor` answers the executor's credential once; the other steps act as that
+    executor, named by the role `executor_role(executor_id)`.
+    """
+
+    def register_executor(self, body: Any, role: str = "full") -> Exchange: ...
+    def executor_role(self, executor_id: str) -> str: ...
+    def heartbeat(self, role: str) -> Exchange: ...
+    def candidates(self, role: str) -> Exchange: ...
+    def executor_call(self, call_id: str, role: str) -> Exchange: ...
+    def claim(self, call_id: str, role: str) -> Exchange: ...
+    def detach(self, call_id: str, claim_id: str, role: str) -> Exchange: ...
+    def request_tool_cancel(self, call_id: str, role: str = "full") -> Exchange: ...
+
+
 class RateLimiter:
     """Spaces requests to a live service; the clock and sleep are injectable for tests."""
 
@@ -328,6 +346,40 @@ class HttpTarget:
         """Revoke the agent's permission to have a tool dispatched (RUN-14); optional."""
         body = {"tool_name": tool_name}
         return self._post(f"/v1/agents/{agent_id}/tool-revocations", body, role)
+
+    # -- executors (docs/executors.md) -----------------------------------------------------
+
+    def register_executor(self, body: Any, role: str = "full") -> Exchange:
+        """Register an executor; its token, answered once, is kept as its role's credential."""
+        exchange = self._created(self._post("/v1/executors", body, role), "executor_id")
+        data = exchange.json_or_none() if 200 <= exchange.status < 300 else None
+        if isinstance(data, dict) and isinstance(data.get("executor_id"), str) and \
+                isinstance(data.get("token"), str):
+            self.tokens[self.executor_role(data["executor_id"])] = data["token"]
+        return exchange
+
+    @staticmethod
+    def executor_role(executor_id: str) -> str:
+        return f"executor:{executor_id}"
+
+    def heartbeat(self, role: str) -> Exchange:
+        return self._post("/v1/executor/heartbeat", {}, role)
+
+    def candidates(self, role: str) -> Exchange:
+        return self.request("GET", "/v1/executor/candidates", role=role)
+
+    def executor_call(self, call_id: str, role: str) -> Exchange:
+        return self.request("GET", f"/v1/executor/calls/{call_id}", role=role)
+
+    def claim(self, call_id: str, role: str) -> Exchange:
+        return self._post(f"/v1/tool-calls/{call_id}/claims", {}, role)
+
+    def detach(self, call_id: str, claim_id: str, role: str) -> Exchange:
+        return self._post(f"/v1/tool-calls/{call_id}/detach", {"claim_id": claim_id}, role)
+
+    def request_tool_cancel(self, call_id: str, role: str = "full") -> Exchange:
+        """A business cancel request (EXE-15): not a run cancel, not a detach."""
+        return self._post(f"/v1/tool-calls/{call_id}/cancel", {}, role)
 
     def restart(self) -> None:
         """Kill the service mid-work and start it again on its stored state (RUN-02);
