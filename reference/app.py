@@ -47,7 +47,9 @@ from arck.reference.models import (
     ToolSetCreate,
     pointer,
 )
+from arck.reference.runtime import executor_routes
 from arck.reference.runtime import routes as run_routes
+from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET
 from arck.reference.runtime.modelcall import ModelClient
 from arck.reference.runtime.runstore import RunStore
 from arck.reference.runtime.service import Runtime
@@ -62,13 +64,15 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     AgentVersionCreate,
     DryRunRequest,
     *run_routes.REQUEST_MODELS,
+    *executor_routes.REQUEST_MODELS,
 )
 _ERROR_TEXT = {
     400: "The body is not strict JSON (invalid_json).",
     401: "Missing, malformed or unknown bearer token (unauthorized).",
-    403: "The credential lacks the permission or the agent scope (forbidden).",
+    403: "The credential lacks the permission or the agent scope, or is of the wrong kind "
+         "(executor or service) for the endpoint (forbidden).",
     404: "Unknown resource, or another tenant's (not_found).",
-    409: "In conflict with the resource's state (conflict).",
+    409: "In conflict with the resource's state (conflict, executor_offline).",
     413: "The body is over 8 MiB (body_too_large).",
     422: "Well-formed but invalid (validation_failed, removed_field, unknown_binding).",
 }
@@ -149,6 +153,7 @@ def create_app(
     provider_url: str | None = None,
     test_clock: bool = False,
     lease_seconds: float | None = None,
+    executor_secret: str = DEV_EXECUTOR_SECRET,
 ) -> FastAPI:
     """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`),
     and so may the runtime's seams, `workers_class`, `runtime_class` and `event_stream` (what
@@ -163,6 +168,8 @@ def create_app(
     `ManualClock` (or on `clock`, which must then have `advance`) and adds `POST
     /v1/test-control/clock` (capability `test-clock`). `lease_seconds` is how long a worker's
     claim on a run lasts unless renewed (RUN-02; docs/runs.md "Leases and recovery").
+    `executor_secret` derives executor tokens (docs/executors.md); the default is a fixed
+    development secret, like the development credentials: not for production.
     """
     engine = engine if engine is not None else Engine(database=database)
     if test_clock and clock is None:
@@ -197,6 +204,20 @@ def create_app(
 
         return dependency
 
+    def executor_caller(operation: str) -> Callable[..., Awaitable[Principal]]:
+        """Dependency of the executor API: authenticate (401), then an executor credential
+        holding the operation's permission (403; docs/executors.md)."""
+
+        async def dependency(
+            request: Request,
+            _: HTTPAuthorizationCredentials | None = bearer,
+        ) -> Principal:
+            principal = engine.authenticate(request.headers.get("authorization"))
+            engine.authorize_executor(principal, engine.executor_permissions[operation])
+            return principal
+
+        return dependency
+
     async def limited_body(request: Request) -> bytes:
         """The body, refused with 413 once it is over `engine.body_limit` bytes."""
         declared = request.headers.get("content-length", "")
@@ -221,6 +242,7 @@ def create_app(
     deps: dict[str, Any] = {op: Depends(caller(op)) for op in engine.permissions}
     deps["publish_version"] = Depends(caller("publish_version", "agent_id"))
     deps["revoke_tool"] = Depends(caller("revoke_tool", "agent_id"))
+    deps.update({op: Depends(executor_caller(op)) for op in engine.executor_permissions})
 
     @app.get("/v1/health", response_model=Health, responses=_errors(401), tags=["health"])
     def health(principal: Principal = deps["health"]) -> JSONResponse:
@@ -315,8 +337,10 @@ def create_app(
     )
     if lease_seconds is not None:
         workers.lease_seconds = lease_seconds
-    runtime = runtime_class(engine, workers, clock)
+    runtime = runtime_class(engine, workers, clock, executor_secret=executor_secret)
     app.state.runtime = runtime
+    # Executor tokens are found in this store, derived under this app's secret.
+    engine.find_executor = runtime.executors.principal
 
     async def start_workers() -> None:
         """At startup the workers pick up runs whose lease lapsed (RUN-02)."""
@@ -325,6 +349,7 @@ def create_app(
     app.router.on_startup.append(start_workers)
     app.router.on_shutdown.append(runtime.aclose)
     run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body, event_stream)
+    executor_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body)
     if test_clock:
         run_routes.install_test_clock(app, clock, deps["health"], Depends(inline_body))
 

@@ -6,7 +6,7 @@ credentials are the ones docs/profile.md lists; they are for tests only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +18,7 @@ __all__ = [
     "CONFIG_WRITE",
     "DEV_CREDENTIALS",
     "DRY_RUN",
+    "EXECUTOR_CONNECT",
     "RUNTIME_READ",
     "RUNTIME_WRITE",
     "TOOLS_EXECUTE",
@@ -31,6 +32,7 @@ CONFIG_WRITE = "configuration:write"
 RUNTIME_READ = "runtime:read"
 RUNTIME_WRITE = "runtime:write"  # sessions and runs: create, cancel
 TOOLS_EXECUTE = "tools:execute"
+EXECUTOR_CONNECT = "executor:connect"  # executor credentials only (docs/executors.md)
 ALL_PERMISSIONS = frozenset(
     {CONFIG_READ, CONFIG_WRITE, RUNTIME_READ, RUNTIME_WRITE, TOOLS_EXECUTE}
 )
@@ -39,11 +41,16 @@ DRY_RUN = frozenset({RUNTIME_READ, CONFIG_READ, TOOLS_EXECUTE})  # any one of th
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller; `agents` is a set of agent ids or `"*"` for every agent."""
+    """An authenticated caller; `agents` is a set of agent ids or `"*"` for every agent.
+
+    `executor_id` is set for an executor credential (docs/executors.md): a kind of its own,
+    admitted only to the executor API and covering no agent.
+    """
 
     tenant: str
     permissions: frozenset[str]
     agents: frozenset[str] | Literal["*"]
+    executor_id: str | None = None
 
     def covers(self, agent_id: str) -> bool:
         return self.agents == "*" or agent_id in self.agents
@@ -70,9 +77,17 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-def authenticate(authorization: str | None, credentials: Mapping[str, Principal]) -> Principal:
-    """The caller named by the header, or 401 for a missing, malformed or unknown token."""
-    principal = credentials.get(bearer_token(authorization))
+def authenticate(
+    authorization: str | None,
+    credentials: Mapping[str, Principal],
+    lookup: Callable[[str], Principal | None] | None = None,
+) -> Principal:
+    """The caller named by the header, or 401 for a missing, malformed or unknown token;
+    `lookup` finds the tokens that are not in `credentials` (executors, in the store)."""
+    token = bearer_token(authorization)
+    principal = credentials.get(token)
+    if principal is None and lookup is not None:
+        principal = lookup(token)
     if principal is None:
         raise Unauthorized("unknown bearer token")
     return principal

@@ -9,7 +9,7 @@ before the rest of the body is validated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from typing import Any, ClassVar, TypeVar
 
 from jsonschema import Draft202012Validator
@@ -22,6 +22,7 @@ from arck.reference.auth import (
     CONFIG_WRITE,
     DEV_CREDENTIALS,
     DRY_RUN,
+    EXECUTOR_CONNECT,
     RUNTIME_READ,
     RUNTIME_WRITE,
     TOOLS_EXECUTE,
@@ -73,6 +74,10 @@ _M = TypeVar("_M", bound=BaseModel)
 _OFFLINE: Registry[Any] = Registry()
 
 
+def _no_executor(token: str) -> Principal | None:
+    return None
+
+
 class Engine:
     """Bindings, tool sets, agent versions and dry-runs for the tenants of one store."""
 
@@ -101,9 +106,22 @@ class Engine:
         "create_run": frozenset({RUNTIME_WRITE}),
         "get_run": frozenset({RUNTIME_READ}),
         "cancel_run": frozenset({RUNTIME_WRITE}),
-        "submit_receipt": frozenset({TOOLS_EXECUTE}),
         "append_input": frozenset({RUNTIME_WRITE}),
         "revoke_tool": frozenset({CONFIG_WRITE}),
+        # Executors (docs/executors.md): registered and read with service credentials; a
+        # business cancel request is a runtime write over the call's agent.
+        "register_executor": frozenset({CONFIG_WRITE}),
+        "get_executor": frozenset({CONFIG_READ}),
+        "cancel_tool_call": frozenset({RUNTIME_WRITE}),
+    }
+    # The executor API: executor credentials only, each operation needing this permission.
+    executor_permissions: ClassVar[Mapping[str, frozenset[str]]] = {
+        "heartbeat": frozenset({EXECUTOR_CONNECT}),
+        "candidates": frozenset({EXECUTOR_CONNECT}),
+        "executor_call": frozenset({EXECUTOR_CONNECT}),
+        "claim": frozenset({TOOLS_EXECUTE}),
+        "submit_receipt": frozenset({TOOLS_EXECUTE}),
+        "detach": frozenset({TOOLS_EXECUTE}),
     }
 
     def __init__(
@@ -117,11 +135,14 @@ class Engine:
         self.store = store if store is not None else Store(database)
         self.credentials = credentials
         self.projector = projector if projector is not None else Projector()
+        # Executor tokens live in the store; the app that knows the secret installs the
+        # lookup (reference/runtime/executors.py). Without it no executor token is known.
+        self.find_executor: Callable[[str], Principal | None] = _no_executor
 
     # -- callers -------------------------------------------------------------------------------
 
     def authenticate(self, authorization: str | None) -> Principal:
-        return authenticate(authorization, self.credentials)
+        return authenticate(authorization, self.credentials, self.find_executor)
 
     def authorize(
         self,
@@ -131,13 +152,25 @@ class Engine:
         *,
         path: str = "agent_id",
     ) -> None:
-        """403 unless the caller holds one of `permissions` (if any) and covers `agent_id`."""
+        """403 unless the caller holds one of `permissions` (if any) and covers `agent_id`;
+        an executor credential is refused whatever it holds (docs/executors.md)."""
+        if principal.executor_id is not None:
+            raise Forbidden("executor credentials serve only the executor API", "Authorization")
         if permissions and not permissions & principal.permissions:
             wanted = " or ".join(sorted(permissions))
             raise Forbidden(f"the credential lacks the permission {wanted}", "Authorization")
         if agent_id is not None and not principal.covers(agent_id):
             # DRY-06: the message names nothing of the resource.
             raise Forbidden("the credential's agent scope does not cover this agent", path)
+
+    def authorize_executor(self, principal: Principal, permissions: Set[str]) -> None:
+        """403 unless the caller is an executor holding one of `permissions` (EXE-04)."""
+        if principal.executor_id is None:
+            raise Forbidden("an executor credential is needed", "Authorization")
+        if not permissions & principal.permissions:
+            wanted = " or ".join(sorted(permissions))
+            raise Forbidden(f"the executor credential lacks the permission {wanted}",
+                            "Authorization")
 
     # -- bodies --------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ __all__ = [
     "ApiError",
     "BodyTooLarge",
     "Conflict",
+    "ExecutorOffline",
     "Forbidden",
     "InternalError",
     "InvalidJSON",
@@ -87,6 +88,12 @@ class MethodNotAllowed(ApiError):
 class Conflict(ApiError):
     status = 409
     code = "conflict"
+
+
+class ExecutorOffline(Conflict):
+    """EXE-02: a claim by an executor with no heartbeat in the last 60 s."""
+
+    code = "executor_offline"
 
 
 class BodyTooLarge(ApiError):

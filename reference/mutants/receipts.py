@@ -7,8 +7,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from arck.reference.mutants.base import serve
+from arck.reference.runtime.executor_wire import Receipt
+from arck.reference.runtime.receipts import PROTECTED, history_value
 from arck.reference.runtime.service import Runtime
-from arck.reference.runtime.wire import Receipt
 
 
 class ProjectsProtectedRuntime(Runtime):
@@ -16,7 +17,10 @@ class ProjectsProtectedRuntime(Runtime):
     outcome's too (BUD-18 protects them)."""
 
     def _context_text(self, receipt: Receipt, budget: int) -> tuple[str, dict[str, Any]]:
-        return super()._context_text(receipt.model_copy(update={"kind": "completed"}), budget)
+        if receipt.kind in PROTECTED:
+            receipt = receipt.model_copy(
+                update={"kind": "completed", "result": history_value(receipt)})
+        return super()._context_text(receipt, budget)
 
 
 def projects_protected() -> FastAPI:

@@ -232,13 +232,14 @@ def _with_runs(store_class: type[RunStore]) -> type[Workers]:
 
 
 class CancelsToolsRuntime(Runtime):
-    """Cancelling a run withdraws its accepted tool calls too (RUN-13)."""
+    """Cancelling a run withdraws its tool calls not yet final too, accepted ones included
+    (RUN-13: a run cancel cancels no business task)."""
 
     def cancel_run(self, principal: Principal, run_id: str, data: object) -> Run:
         answer = super().cancel_run(principal, run_id, data)
         with self.store.transaction() as db:
-            db.execute("DELETE FROM tool_calls WHERE run_id = ? AND state = 'dispatchable'",
-                       (run_id,))
+            db.execute("DELETE FROM tool_calls WHERE run_id = ? AND state IN "
+                       "('dispatchable', 'claimed', 'accepted')", (run_id,))
         return answer
 
 

@@ -26,8 +26,6 @@ from arck.reference.runtime.wire import (
     HistoryItems,
     InputAccepted,
     InputAppend,
-    Receipt,
-    ReceiptAnswer,
     Run,
     RunCreate,
     Session,
@@ -42,7 +40,7 @@ from arck.reference.runtime.wire import (
 __all__ = ["REQUEST_MODELS", "ClockAdvance", "install", "install_test_clock"]
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (
-    ChannelCreate, WalletCreate, Deposit, SessionCreate, RunCreate, CancelRequest, Receipt,
+    ChannelCreate, WalletCreate, Deposit, SessionCreate, RunCreate, CancelRequest,
     InputAppend, ToolRevocationCreate,
 )
 
@@ -187,15 +185,6 @@ def install(
         run_id: str, principal: Principal = deps["get_run"]
     ) -> JSONResponse:
         return ok(ToolCallList(tool_calls=runtime.tool_calls(principal, run_id)))
-
-    @app.post("/v1/tool-calls/{call_id}/receipts", response_model=ReceiptAnswer, tags=["runs"],
-              responses=errors(400, 401, 403, 404, 409, 413, 422), openapi_extra=body(Receipt))
-    async def submit_receipt(
-        call_id: str, principal: Principal = deps["submit_receipt"], data: Any = body_dep
-    ) -> JSONResponse:
-        answer = runtime.submit_receipt(principal, call_id, data)
-        runtime.workers.start()
-        return ok(answer)
 
 
 class ClockAdvance(BaseModel):

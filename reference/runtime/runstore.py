@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     channel_id TEXT NOT NULL, tools TEXT NOT NULL,
     exec_count INTEGER NOT NULL, exec_bytes INTEGER NOT NULL,
     pending_reserved TEXT, last_raw INTEGER, last_real INTEGER,
-    exec_generation INTEGER NOT NULL DEFAULT 0, calls_since_summary INTEGER);
+    exec_generation INTEGER NOT NULL DEFAULT 0, calls_since_summary INTEGER, subject TEXT);
 CREATE TABLE IF NOT EXISTS history (
     seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL,
     generation INTEGER NOT NULL DEFAULT 0);
@@ -49,10 +49,14 @@ CREATE TABLE IF NOT EXISTS model_calls (
 CREATE TABLE IF NOT EXISTS tool_calls (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, run_id TEXT NOT NULL,
     model_call_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, name TEXT NOT NULL,
-    arguments TEXT NOT NULL, budget INTEGER NOT NULL, state TEXT NOT NULL);
+    arguments TEXT NOT NULL, budget INTEGER NOT NULL, state TEXT NOT NULL,
+    binding_id TEXT, claim_id TEXT, claim_until REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0, last_sequence INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS receipts (
     seq INTEGER PRIMARY KEY, call_id TEXT NOT NULL, receipt_id TEXT NOT NULL,
-    body TEXT NOT NULL, projection TEXT NOT NULL, UNIQUE (call_id, receipt_id));
+    body TEXT NOT NULL, projection TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'completed', claim_id TEXT, applied INTEGER NOT NULL DEFAULT 1,
+    answer TEXT, UNIQUE (call_id, receipt_id));
 CREATE TABLE IF NOT EXISTS calibration_samples (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     set_key TEXT NOT NULL, raw INTEGER NOT NULL, real INTEGER NOT NULL,
@@ -128,17 +132,29 @@ def append(db: sqlite3.Connection, session_id: str, kind: str, item: dict[str, A
         )
 
 
-_COMPACTION_COLUMNS = (
+_ADDED_COLUMNS = (
     ("sessions", "exec_generation", "INTEGER NOT NULL DEFAULT 0"),
     ("sessions", "calls_since_summary", "INTEGER"),
     ("history", "generation", "INTEGER NOT NULL DEFAULT 0"),
     ("model_calls", "purpose", "TEXT NOT NULL DEFAULT 'main'"),
+    # The executor protocol (docs/executors.md).
+    ("sessions", "subject", "TEXT"),
+    ("tool_calls", "binding_id", "TEXT"),
+    ("tool_calls", "claim_id", "TEXT"),
+    ("tool_calls", "claim_until", "REAL"),
+    ("tool_calls", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"),
+    ("tool_calls", "last_sequence", "INTEGER NOT NULL DEFAULT 0"),
+    ("receipts", "kind", "TEXT NOT NULL DEFAULT 'completed'"),
+    ("receipts", "claim_id", "TEXT"),
+    ("receipts", "applied", "INTEGER NOT NULL DEFAULT 1"),
+    ("receipts", "answer", "TEXT"),
 )
 
 
-def _add_compaction_columns(store: Store) -> None:
-    """Compaction's columns (generations, summary spacing, call purpose) on an older file."""
-    for table, column, kind in _COMPACTION_COLUMNS:
+def _add_columns(store: Store) -> None:
+    """Columns added since a table first existed (compaction's generations, summary
+    spacing and call purpose; the executor protocol's) on an older file."""
+    for table, column, kind in _ADDED_COLUMNS:
         if column not in {r[1] for r in store.read(f"PRAGMA table_info({table})")}:
             store.install(f"ALTER TABLE {table} ADD COLUMN {column} {kind};")
     store.install("CREATE INDEX IF NOT EXISTS history_by_generation "
@@ -152,7 +168,7 @@ class RunStore:
         store.install(LEASE_SCHEMA)
         if "lease_until" not in {r[1] for r in store.read("PRAGMA table_info(runs)")}:
             store.install("ALTER TABLE runs ADD COLUMN lease_until REAL;")  # an older file
-        _add_compaction_columns(store)
+        _add_columns(store)
 
     def create_session(
         self,
@@ -163,14 +179,16 @@ class RunStore:
         channel_id: str,
         system_prompt: str,
         tools: str,
+        subject: str | None = None,
     ) -> str:
-        """A session pinned to its version (DEF-04/05), its history opened by the system prompt."""
+        """A session pinned to its version (DEF-04/05), its history opened by the system prompt;
+        `subject` whom it acts for (EXE-05; NULL: `session:<session_id>`)."""
         with self.store.transaction() as db:
             session_id = Store.insert(
                 db, "sessions", "ses",
                 ("tenant", "agent_id", "agent_version", "wallet_id", "channel_id", "tools",
-                 "exec_count", "exec_bytes"),
-                (tenant, agent_id, agent_version, wallet_id, channel_id, tools, 0, 0),
+                 "exec_count", "exec_bytes", "subject"),
+                (tenant, agent_id, agent_version, wallet_id, channel_id, tools, 0, 0, subject),
             )
             append(db, session_id, "execution", {"role": "system", "content": system_prompt})
         return session_id
@@ -232,7 +250,8 @@ class RunStore:
             "SELECT tool_calls.tool_call_id, receipts.receipt_id, receipts.body FROM receipts "
             "JOIN tool_calls ON tool_calls.id = receipts.call_id "
             "JOIN runs ON runs.id = tool_calls.run_id WHERE runs.session_id = ? "
-            "ORDER BY receipts.seq",
+            "AND receipts.applied = 1 AND receipts.kind IN ('completed', 'failed', "
+            "'cancelled', 'submission', 'reconciliation_required') ORDER BY receipts.seq",
             (session_id,),
         )
         facts: dict[str, dict[str, Any]] = {}
@@ -266,12 +285,11 @@ class RunStore:
         return [{"id": n, "type": t, "at": at, "data": json.loads(d)} for n, t, at, d in rows]
 
     def active_run(self, db: sqlite3.Connection, session_id: str) -> bool:
-        """A run not ended, or a tool call of the session still waiting for its receipt."""
+        """A run of the session not ended. The tool calls of an ended run hold nothing: their
+        receipts are kept for audit and enter no history (EXE-13, docs/executors.md)."""
         busy = db.execute(
-            "SELECT 1 FROM runs WHERE session_id = ? AND state != 'ended' UNION ALL "
-            "SELECT 1 FROM tool_calls JOIN runs ON runs.id = tool_calls.run_id "
-            "WHERE runs.session_id = ? AND tool_calls.state = 'dispatchable' LIMIT 1",
-            (session_id, session_id),
+            "SELECT 1 FROM runs WHERE session_id = ? AND state != 'ended' LIMIT 1",
+            (session_id,),
         ).fetchone()
         return busy is not None
 
@@ -374,11 +392,14 @@ class RunStore:
         )
         return [(int(a), int(b)) for a, b in reversed(rows)]
 
-    def tool_calls(self, run_id: str) -> list[tuple[Any, ...]]:
+    def tool_calls(self, run_id: str, at: float) -> list[tuple[Any, ...]]:
+        """(call_id, run_id, tool_call_id, name, arguments, state, cancel_requested) in order;
+        a claim whose lease lapsed by `at` shows `dispatchable` (docs/executors.md)."""
         return self.store.read(
-            "SELECT id, run_id, tool_call_id, name, arguments, state FROM tool_calls "
-            "WHERE run_id = ? ORDER BY seq",
-            (run_id,),
+            "SELECT id, run_id, tool_call_id, name, arguments, CASE WHEN state = 'claimed' AND "
+            "claim_until <= ? THEN 'dispatchable' ELSE state END, cancel_requested "
+            "FROM tool_calls WHERE run_id = ? ORDER BY seq",
+            (at, run_id),
         )
 
     def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:

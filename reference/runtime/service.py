@@ -1,4 +1,5 @@
-"""Runtime operations behind the HTTP app: wallets, sessions, runs, tool calls and receipts.
+"""Runtime operations behind the HTTP app: wallets, sessions, runs, tool calls, and the
+executor protocol's entry points (executors.py, claims.py and receipts.py hold its rules).
 
 Checks run in the profile's order (401 and 403 for the permission before the body; then the
 resource named, 404, then the agent scope over it, 403; then 422). Admission (RUN-01) decides
@@ -18,7 +19,24 @@ from arck.reference.clock import Clock
 from arck.reference.engine import Engine
 from arck.reference.errors import Conflict, NotFound, ValidationFailed
 from arck.reference.models import validation_failed
-from arck.reference.runtime import billing, inputs, revocations
+from arck.reference.runtime import billing, claims, inputs, receipts, revocations
+from arck.reference.runtime.executor_wire import (
+    Candidate,
+    Claim,
+    ClaimRequest,
+    Detach,
+    DetachAnswer,
+    Executor,
+    ExecutorCall,
+    ExecutorRegistered,
+    Heartbeat,
+    HeartbeatAnswer,
+    Receipt,
+    ReceiptAnswer,
+    ToolCallCancel,
+    ToolCallCancelled,
+)
+from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, Executors
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.runtime.wire import (
@@ -27,8 +45,6 @@ from arck.reference.runtime.wire import (
     Deposit,
     InputAccepted,
     InputAppend,
-    Receipt,
-    ReceiptAnswer,
     Run,
     RunCreate,
     RunEvent,
@@ -46,9 +62,6 @@ from arck.reference.store import Store
 __all__ = ["Runtime"]
 
 _M = TypeVar("_M", bound=BaseModel)
-# A tool call's state once its final receipt is stored, by the receipt's kind.
-CALL_STATE = {"completed": "completed", "submission": "submitted",
-              "reconciliation_required": "reconciliation_required"}
 
 
 def _validate(model: type[_M], data: object) -> _M:
@@ -59,13 +72,16 @@ def _validate(model: type[_M], data: object) -> _M:
 
 
 class Runtime:
-    def __init__(self, engine: Engine, workers: Workers, clock: Clock) -> None:
+    def __init__(self, engine: Engine, workers: Workers, clock: Clock, *,
+                 executor_secret: str = DEV_EXECUTOR_SECRET) -> None:
         self.engine = engine
         self.store: Store = engine.store
         self.wallets = Wallets(self.store)
         self.runs = workers.runs
         self.workers = workers
         self.clock = clock
+        self.executors = Executors(self.store, clock, executor_secret)
+        self.store.install(claims.SCHEMA)
 
     async def aclose(self) -> None:
         """Stop the workers and close the provider client (the app's shutdown)."""
@@ -112,9 +128,11 @@ class Runtime:
         session_id = self.runs.create_session(
             principal.tenant, version.agent_id, version.agent_version, request.wallet_id,
             version.channel_id, version.system_prompt, canonical_text(tools) if tools else "",
+            request.subject,
         )
         return Session(session_id=session_id, agent_version=version.agent_version,
-                       wallet_id=request.wallet_id)
+                       wallet_id=request.wallet_id,
+                       subject=request.subject or f"session:{session_id}")
 
     def get_session(
         self, principal: Principal, session_id: str, path: str = "session_id"
@@ -128,8 +146,9 @@ class Runtime:
 
     def session_view(self, principal: Principal, session_id: str) -> Session:
         s = self.get_session(principal, session_id)
+        subject = self.store.read("SELECT subject FROM sessions WHERE id = ?", (session_id,))
         return Session(session_id=s.session_id, agent_version=s.agent_version,
-                       wallet_id=s.wallet_id)
+                       wallet_id=s.wallet_id, subject=subject[0][0] or f"session:{session_id}")
 
     def history(self, principal: Principal, session_id: str, kind: str) -> list[dict[str, Any]]:
         self.get_session(principal, session_id)
@@ -189,7 +208,8 @@ class Runtime:
                    end_reason=reason)
 
     def cancel_run(self, principal: Principal, run_id: str, data: object) -> Run:
-        """Ends the run; tool calls already accepted stay dispatchable (RUN-13)."""
+        """Ends the run; it cancels no business task: its tool calls stay as they are, and
+        their later receipts are kept for audit only (RUN-13, EXE-13, EXE-15)."""
         self._run(principal, run_id)
         _validate(CancelRequest, data)
         with self.store.transaction() as db:
@@ -226,67 +246,124 @@ class Runtime:
 
     def tool_calls(self, principal: Principal, run_id: str) -> list[ToolCallView]:
         self._run(principal, run_id)
-        names = ("call_id", "run_id", "tool_call_id", "name", "arguments", "state")
-        return [ToolCallView.model_validate(dict(zip(names, row, strict=True)))
-                for row in self.runs.tool_calls(run_id)]
+        names = ("call_id", "run_id", "tool_call_id", "name", "arguments", "state",
+                 "cancel_requested")
+        return [ToolCallView.model_validate({**dict(zip(names, row, strict=True)),
+                                             "cancel_requested": bool(row[6])})
+                for row in self.runs.tool_calls(run_id, self.clock.now())]
 
-    # -- receipts --------------------------------------------------------------------------
+    # -- executors (docs/executors.md; claims.py, receipts.py) ---------------------------------
+
+    def register_executor(self, principal: Principal, data: object) -> ExecutorRegistered:
+        return self.executors.register(principal.tenant, data)
+
+    def get_executor(self, principal: Principal, executor_id: str) -> Executor:
+        return self.executors.get(principal.tenant, executor_id)
+
+    def heartbeat(self, principal: Principal, data: object) -> HeartbeatAnswer:
+        _validate(Heartbeat, data)
+        assert principal.executor_id is not None
+        return self.executors.heartbeat(principal.executor_id)
+
+    def candidates(self, principal: Principal) -> list[Candidate]:
+        with self.store.transaction() as db:
+            return claims.candidates(db, principal, self.clock.now())
+
+    def executor_call(self, principal: Principal, call_id: str) -> ExecutorCall:
+        with self.store.transaction() as db:
+            return claims.executor_call(db, principal, call_id, self.clock.now())
+
+    def claim(self, principal: Principal, call_id: str, data: object) -> Claim:
+        """404, 403 out of scope (naming no argument), 422, then the claim (EXE-01..05)."""
+        with self.store.transaction() as db:
+            call = claims.scoped_call(db, principal, call_id)
+            _validate(ClaimRequest, data)
+            return claims.claim(db, principal, call, self.clock.now())
 
     def submit_receipt(self, principal: Principal, call_id: str, data: object) -> ReceiptAnswer:
-        """BUD-15..17: stored in full, projected once into the execution history."""
-        found = self.runs.tool_call(principal.tenant, call_id)
-        if found is None:
-            raise NotFound("no tool call with this id", "call_id")
-        run_id, session_id, tool_call_id, budget, _ = found
-        self.get_session(principal, session_id, "call_id")
-        receipt = _validate(Receipt, data)
-        self.engine.check_result(receipt.result, "/result")
-        body = canonical_text(receipt.model_dump())
+        """A receipt of any kind, judged in one transaction (receipts.py); a final is stored
+        in full and projected once into the execution history (BUD-15..18)."""
+        assert principal.executor_id is not None
+        with self.store.transaction() as db:
+            call = claims.scoped_call(db, principal, call_id)
+            receipt = _validate(Receipt, data)
+            receipts.members(receipt)
+            for name in ("result", "data"):
+                if name in receipt.model_fields_set:
+                    self.engine.check_result(getattr(receipt, name), f"/{name}")
+            assert isinstance(data, dict)
+            answer = receipts.take(db, principal.executor_id, call, receipt, data,
+                                   self.clock.now(), self._context_text)
+        self.workers.notify()
+        return answer
+
+    def detach(self, principal: Principal, call_id: str, data: object) -> DetachAnswer:
+        """EXE-15: before acceptance the call is dispatchable again; after it, the outcome is
+        unknown: `reconciliation_required`, entering history whole, never dispatched again."""
+        assert principal.executor_id is not None
         at = self.clock.now()
         with self.store.transaction() as db:
-            same = db.execute("SELECT body FROM receipts WHERE call_id = ? AND receipt_id = ?",
-                              (call_id, receipt.receipt_id)).fetchone()
-            if same is not None:
-                if same[0] != body:
-                    raise Conflict("this receipt_id was sent with another body", "/receipt_id")
-                return ReceiptAnswer(call_id=call_id, receipt_id=receipt.receipt_id,
-                                     replayed=True)
-            state = db.execute("SELECT state FROM tool_calls WHERE id = ?",
-                               (call_id,)).fetchone()[0]
-            if state != "dispatchable":
-                raise Conflict("the call already has its final receipt", "call_id")
-            content, figures = self._context_text(receipt, budget)
-            db.execute("INSERT INTO receipts (call_id, receipt_id, body, projection) "
-                       "VALUES (?, ?, ?, ?)", (call_id, receipt.receipt_id, body, content))
-            db.execute("UPDATE tool_calls SET state = ? WHERE id = ?",
-                       (CALL_STATE[receipt.kind], call_id))
-            append(db, session_id, "formal", {"type": "receipt", "call_id": call_id,
-                                              **receipt.model_dump()})
-            append(db, session_id, "execution", {"role": "tool", "tool_call_id": tool_call_id,
-                                                 "content": content})
-            event(db, run_id, "receipt.stored", at, call_id=call_id,
-                  receipt_id=receipt.receipt_id, kind=receipt.kind, **figures)
-            waiting = db.execute("SELECT 1 FROM tool_calls WHERE run_id = ? AND "
-                                 "state = 'dispatchable' LIMIT 1", (run_id,)).fetchone()
-            if waiting is None and db.execute(
-                "UPDATE runs SET state = 'queued' WHERE id = ? AND state = 'waiting_tools'",
-                (run_id,),
-            ).rowcount == 1:
-                event(db, run_id, "run.queued", at)
+            call = claims.scoped_call(db, principal, call_id)
+            claim_id = _validate(Detach, data).claim_id
+            if claims.current_claim(db, call, principal.executor_id, at) != claim_id:
+                raise Conflict("the claim is not the call's current claim held by this "
+                               "executor (lapsed, detached or another's)", "/claim_id")
+            if call.state == "claimed":
+                claims.detach_claimed(db, call, at)
+                return DetachAnswer(call_id=call_id, state="dispatchable")
+            if call.state != "accepted":
+                raise Conflict(f"the call is {call.state}: there is no claim to give up",
+                               "call_id")
+            if not call.run_ended:
+                receipt = Receipt(receipt_id=f"detach:{claim_id}", claim_id=claim_id,
+                                  kind="reconciliation_required", result=receipts.DETACHED)
+                content, figures = self._context_text(receipt, call.budget)
+                item = {"receipt_id": receipt.receipt_id, "kind": receipt.kind,
+                        "result": receipts.DETACHED}
+                db.execute("INSERT INTO receipts (call_id, receipt_id, body, projection, kind, "
+                           "claim_id, applied) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                           (call_id, receipt.receipt_id, canonical_text(item), content,
+                            receipt.kind, claim_id))
+                receipts.finish(db, call, receipt.receipt_id, receipt.kind, content, figures,
+                                item, at)
+                event(db, call.run_id, "tool_call.detached", at, call_id=call_id,
+                      claim_id=claim_id, accepted=True)
+            else:  # the run ended: nothing enters its histories (EXE-13)
+                db.execute("UPDATE tool_calls SET state = 'reconciliation_required' "
+                           "WHERE id = ? AND state = 'accepted'", (call_id,))
+            db.execute("UPDATE tool_calls SET claim_id = NULL WHERE id = ?", (call_id,))
+            db.execute("UPDATE claims SET state = 'detached' WHERE id = ?", (claim_id,))
         self.workers.notify()
-        return ReceiptAnswer(call_id=call_id, receipt_id=receipt.receipt_id, replayed=False)
+        return DetachAnswer(call_id=call_id, state="reconciliation_required")
+
+    def cancel_tool_call(self, principal: Principal, call_id: str,
+                         data: object) -> ToolCallCancelled:
+        """EXE-12: a business cancel request; the call and the run go on until the executor
+        sends `cancelled` (claims.request_cancel)."""
+        at = self.clock.now()
+        with self.store.transaction() as db:
+            call = claims.find_call(db, principal.tenant, call_id)
+            self.get_session(principal, call.session_id, "call_id")
+            _validate(ToolCallCancel, data)
+            claims.request_cancel(db, call, at)
+        return ToolCallCancelled(call_id=call_id, state=call.view_state(at),  # type: ignore[arg-type]
+                                 cancel_requested=True)
 
     def _context_text(self, receipt: Receipt, budget: int) -> tuple[str, dict[str, Any]]:
-        """The tool message's content and the figures of `receipt.stored`: a completed
-        result projected to the tool's budget (BUD-15); a submission or an unknown business
-        result whole, however large (BUD-18: projecting it could cut the handle or the
-        evidence the model needs to follow it up)."""
-        if receipt.kind == "completed":
-            projected = self.engine.projector.project(receipt.result, budget)
+        """The tool message's content and the figures of `receipt.stored`: a completed result
+        or a failure projected to the tool's budget (BUD-15); a submission or an unknown
+        business result whole, however large (BUD-18: projecting it could cut the handle or
+        the evidence the model needs to follow it up); a cancellation whole (it is small)."""
+        value = receipts.history_value(receipt)
+        if receipt.kind in receipts.PROJECTED:
+            projected = self.engine.projector.project(value, budget)
             return canonical_text(projected.result), {
                 "original_bytes": projected.original_bytes,
                 "retained_bytes": projected.retained_bytes, "truncated": projected.truncated}
-        content = canonical_text(receipt.result)
+        content = canonical_text(value)
         size = len(content.encode())
-        return content, {"original_bytes": size, "retained_bytes": size, "truncated": False,
-                         "protected": True}
+        figures: dict[str, Any] = {"original_bytes": size, "retained_bytes": size,
+                                   "truncated": False}
+        if receipt.kind in receipts.PROTECTED:
+            figures["protected"] = True
+        return content, figures

@@ -21,8 +21,6 @@ __all__ = [
     "InputAccepted",
     "InputAppend",
     "Prices",
-    "Receipt",
-    "ReceiptAnswer",
     "Run",
     "RunCreate",
     "RunEvent",
@@ -98,15 +96,20 @@ class Wallet(BaseModel):
 
 
 class SessionCreate(BaseModel):
+    """`subject`: whom the session acts for, named in every grant of its tool calls (EXE-05);
+    default `session:<session_id>`."""
+
     model_config = _STRICT
     agent_version: str
     wallet_id: str
+    subject: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class Session(BaseModel):
     session_id: str
     agent_version: str
     wallet_id: str
+    subject: str
 
 
 class HistoryItems(BaseModel):
@@ -151,29 +154,13 @@ class ToolCallView(BaseModel):
     tool_call_id: str
     name: str
     arguments: str
-    state: Literal["dispatchable", "completed", "submitted", "reconciliation_required",
-                   "revoked"]
+    state: Literal["dispatchable", "claimed", "accepted", "completed", "failed", "cancelled",
+                   "submitted", "reconciliation_required", "revoked"]
+    cancel_requested: bool
 
 
 class ToolCallList(BaseModel):
     tool_calls: list[ToolCallView]
-
-
-class Receipt(BaseModel):
-    """A call's final receipt. `submission` (asynchronous work handed off) and
-    `reconciliation_required` (a business outcome unknown) enter the execution history whole,
-    never projected (BUD-18); accepted, progress and claims come with the receipt protocol."""
-
-    model_config = _STRICT
-    receipt_id: str = Field(min_length=1, max_length=200)
-    kind: Literal["completed", "submission", "reconciliation_required"]
-    result: Any = None
-
-
-class ReceiptAnswer(BaseModel):
-    call_id: str
-    receipt_id: str
-    replayed: bool
 
 
 class InputAppend(BaseModel):

@@ -23,7 +23,7 @@ from typing import Any
 
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock, woken_or_timeout
-from arck.reference.models import DEFAULT_BUDGET
+from arck.reference.models import DEFAULT_BUDGET, PublishedTool
 from arck.reference.runtime import (
     billing,
     chathistory,
@@ -440,6 +440,7 @@ class Workers:
             RunStore.end(db, run_id, "completed", at, worker=worker)
             return
         budgets = self._budgets(session)
+        bindings = self._bindings(session)
         ids, answered = [], []
         for call in calls:
             function = call.get("function", {})
@@ -459,9 +460,9 @@ class Workers:
             call_ref = Store.insert(
                 db, "tool_calls", "tc",
                 ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
-                 "state"),
+                 "state", "binding_id"),
                 (run_id, call_id, str(call.get("id", "")), name, arguments,
-                 budgets.get(name, DEFAULT_BUDGET), "dispatchable"),
+                 budgets.get(name, DEFAULT_BUDGET), "dispatchable", bindings.get(name)),
             )
             ids.append(call_ref)
             append(db, session.session_id, "formal", {
@@ -478,11 +479,18 @@ class Workers:
 
     def _budgets(self, session: SessionRow) -> dict[str, int]:
         """Each tool's max_result_context_bytes, from the session's pinned version (DEF-05)."""
+        return {t.name: t.max_result_context_bytes for t in self._tools(session)}
+
+    def _bindings(self, session: SessionRow) -> dict[str, str]:
+        """Each tool's binding: which executors may claim its calls (docs/executors.md)."""
+        return {t.name: t.binding_id for t in self._tools(session)}
+
+    def _tools(self, session: SessionRow) -> list[PublishedTool]:
         version = self.store.version(session.tenant, session.agent_version)
         assert version is not None
         tool_set = self.store.tool_set(session.tenant, version.tool_set_id)
         assert tool_set is not None
-        return {t.name: t.max_result_context_bytes for t in tool_set.tools}
+        return list(tool_set.tools)
 
 
 def _may_finish(db: Any, run_id: str, worker: str, call_id: str) -> bool:

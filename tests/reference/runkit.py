@@ -1,12 +1,15 @@
 """What the in-process tests of runs share: the development credential, one channel and its
 prices, a world of apps on one store, provider and virtual clock (processes that come and
-go), and the requests that set up a session, start a run and read it back."""
+go), the requests that set up a session, start a run and read it back, and an executor that
+answers a tool call (`answer`: claim, accept, final receipt)."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -112,10 +115,70 @@ def charge(usage: dict[str, Any], prices: dict[str, int] = PRICES) -> int:
     return cost
 
 
-async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201) -> Any:
-    response = await client.post(path, json=body)
+async def post(client: httpx.AsyncClient, path: str, body: Any, status: int = 201,
+               headers: dict[str, str] | None = None) -> Any:
+    response = await client.post(path, json=body, headers=headers)
     assert response.status_code == status, response.text
     return response.json()
+
+
+# The executor registered for each binding, per client (docs/executors.md): its headers.
+_EXECUTORS: weakref.WeakKeyDictionary[httpx.AsyncClient, dict[str, dict[str, str]]] = (
+    weakref.WeakKeyDictionary())
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A call answered through the executor flow: the final receipt's `answer`, the `body`
+    sent, and the executor's `headers` (to send it again, or another receipt)."""
+
+    call_id: str
+    answer: dict[str, Any]
+    body: dict[str, Any]
+    headers: dict[str, str]
+    claim_id: str
+
+    @property
+    def path(self) -> str:
+        return f"/v1/tool-calls/{self.call_id}/receipts"
+
+
+async def executor(client: httpx.AsyncClient, call: dict[str, Any]) -> dict[str, str]:
+    """The headers of an executor of the call's binding, registered once per client (the
+    binding found through run, session, version and tool set), after a heartbeat."""
+    run_answer = (await client.get(f"/v1/runs/{call['run_id']}")).json()
+    session_answer = (await client.get(f"/v1/sessions/{run_answer['session_id']}")).json()
+    version_answer = (await client.get(
+        f"/v1/agent-versions/{session_answer['agent_version']}")).json()
+    tools = (await client.get(f"/v1/tool-sets/{version_answer['tool_set_id']}")).json()["tools"]
+    [binding] = [t["binding_id"] for t in tools if t["name"] == call["name"]]
+    known = _EXECUTORS.setdefault(client, {})
+    if binding not in known:
+        registered = await post(client, "/v1/executors", {"name": "e", "bindings": [binding]})
+        known[binding] = {"Authorization": f"Bearer {registered['token']}"}
+    await post(client, "/v1/executor/heartbeat", {}, 200, headers=known[binding])
+    return known[binding]
+
+
+async def answer(client: httpx.AsyncClient, call: dict[str, Any], result: Any = None,
+                 kind: str = "completed", receipt_id: str = "rc-1", status: int = 200,
+                 **members: Any) -> Answered:
+    """Answer a dispatchable call as an executor does: claim it, accept, then send the final
+    receipt `{"receipt_id", "kind", "result", **members}` (no `result` when it is None and
+    `members` are given), expecting `status` for the final."""
+    headers = await executor(client, call)
+    call_id = call["call_id"]
+    claimed = await post(client, f"/v1/tool-calls/{call_id}/claims", {}, 201, headers=headers)
+    path = f"/v1/tool-calls/{call_id}/receipts"
+    await post(client, path, {"receipt_id": f"{receipt_id}.accepted",
+                              "claim_id": claimed["claim_id"], "kind": "accepted"}, 200,
+               headers=headers)
+    body: dict[str, Any] = {"receipt_id": receipt_id, "claim_id": claimed["claim_id"],
+                            "kind": kind, **members}
+    if result is not None or not members:
+        body["result"] = result
+    final = await post(client, path, body, status, headers=headers)
+    return Answered(call_id, final, body, headers, claimed["claim_id"])
 
 
 async def version(

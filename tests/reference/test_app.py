@@ -490,9 +490,18 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
         ("POST", "/v1/runs/{run_id}/cancel"),
         ("GET", "/v1/runs/{run_id}/events"),
         ("GET", "/v1/runs/{run_id}/tool-calls"),
-        ("POST", "/v1/tool-calls/{call_id}/receipts"),
         ("POST", "/v1/runs/{run_id}/input"),
         ("POST", "/v1/agents/{agent_id}/tool-revocations"),
+        # Executors (docs/executors.md).
+        ("POST", "/v1/executors"),
+        ("GET", "/v1/executors/{executor_id}"),
+        ("POST", "/v1/executor/heartbeat"),
+        ("GET", "/v1/executor/candidates"),
+        ("GET", "/v1/executor/calls/{call_id}"),
+        ("POST", "/v1/tool-calls/{call_id}/claims"),
+        ("POST", "/v1/tool-calls/{call_id}/receipts"),
+        ("POST", "/v1/tool-calls/{call_id}/detach"),
+        ("POST", "/v1/tool-calls/{call_id}/cancel"),
     }
     schemas = doc["components"]["schemas"]
     for (method, _), op in operations.items():

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import runkit
-from runkit import PRICES, App, event_list, of, one_app, post, run, settled
+from runkit import PRICES, App, answer, event_list, of, one_app, run, settled
 
 from arck.reference.runtime import compaction
 from arck.reference.runtime.compaction import SUMMARY_PROMPT, WORKING_MEMORY
@@ -58,9 +58,8 @@ async def drive(
         for call in calls:
             if call["state"] == "dispatchable":
                 receipts += 1
-                body = {"receipt_id": f"rc-{session_id[-2:]}-{receipts}", "kind": "completed",
-                        "result": result(receipts, size)}
-                await post(client, f"/v1/tool-calls/{call['call_id']}/receipts", body, 200)
+                await answer(client, call, result(receipts, size),
+                             receipt_id=f"rc-{session_id[-2:]}-{receipts}")
     return snapshot["end_reason"], await event_list(client, r["run_id"])
 
 

@@ -9,7 +9,7 @@ import math
 from fractions import Fraction
 
 import runkit
-from runkit import RESERVATION, App, event_list, of, one_app, post, run, settled
+from runkit import RESERVATION, App, answer, event_list, of, one_app, post, run, settled
 
 from arck.simulator.provider import SlowAnswer, Step, ToolCall
 
@@ -77,9 +77,9 @@ def test_tool_call_waits_for_its_receipt_projected_once() -> None:
         assert (call["name"], call["state"]) == ("lookup", "dispatchable")
         result = {"id": 7, "status": "shipped", "notes": "x" * 5000}
         receipt = {"receipt_id": "rc-1", "kind": "completed", "result": result}
-        path = f"/v1/tool-calls/{call['call_id']}/receipts"
-        assert (await post(client, path, receipt, 200))["replayed"] is False
-        assert (await post(client, path, receipt, 200))["replayed"] is True
+        sent = await answer(client, call, result)
+        assert sent.answer["replayed"] is False
+        assert (await post(client, sent.path, sent.body, 200, sent.headers))["replayed"] is True
         assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
         r2 = await run(client, s["session_id"], "Thanks")
         assert (await settled(client, clock, r2["run_id"]))["end_reason"] == "completed"
@@ -109,9 +109,8 @@ def test_submission_and_unknown_outcome_enter_whole_and_end_the_call() -> None:
             [call] = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()[
                 "tool_calls"]
             result = {"task": "t-1", "notes": "é" * 3000}
-            receipt = {"receipt_id": "rc-1", "kind": kind, "result": result}
-            path = f"/v1/tool-calls/{call['call_id']}/receipts"
-            assert (await post(client, path, receipt, 200))["replayed"] is False
+            sent = await answer(client, call, result, kind)
+            assert sent.answer["replayed"] is False
             assert (await settled(client, clock, r["run_id"]))["end_reason"] == "completed"
             tool_message = json.loads(provider.recorded()[1].body)["messages"][3]
             assert json.loads(tool_message["content"]) == result  # whole: 6 KB, budget 1 KB
@@ -122,8 +121,11 @@ def test_submission_and_unknown_outcome_enter_whole_and_end_the_call() -> None:
             [after] = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()[
                 "tool_calls"]
             assert after["state"] == state
-            again = {**receipt, "receipt_id": "rc-2", "kind": "completed"}
-            await post(client, path, again, 409)  # one final receipt per call
+            # The run has ended: another final is kept for audit and changes nothing (EXE-13;
+            # while the run waits, a second final is 409: test_executors.py).
+            again = {**sent.body, "receipt_id": "rc-2", "kind": "completed"}
+            late = await post(client, sent.path, again, 200, sent.headers)
+            assert (late["run_ended"], late["applied"], late["state"]) == (True, False, state)
 
         one_app(test)
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import httpx
-from runkit import AGENT, App, one_app, post, run, session, settled
+from runkit import AGENT, App, answer, one_app, post, run, session, settled
 
 from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, ToolCall
 
@@ -86,8 +86,7 @@ def test_input_after_acceptance_waits_for_the_batch() -> None:
         await post(client, f"/v1/runs/{run_id}/input", {"input": "and hurry"}, 200)
         [call] = await calls(client, run_id)
         assert call["state"] == "dispatchable"  # never revoked by later input
-        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
-                   {"receipt_id": "r1", "kind": "completed", "result": {"ok": 1}}, 200)
+        await answer(client, call, {"ok": 1}, receipt_id="r1")
         assert (await settled(client, clock, run_id))["end_reason"] == "completed"
         first, second = sent(provider)
         new = second[len(first):]
@@ -161,8 +160,7 @@ def test_revocation_while_waiting_keeps_dispatched_calls_and_ends_at_the_next_st
         await post(client, f"/v1/agents/{AGENT}/tool-revocations", {"tool_name": "lookup"})
         [call] = await calls(client, run_id)
         assert call["state"] == "dispatchable"
-        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
-                   {"receipt_id": "r1", "kind": "completed", "result": {"ok": 1}}, 200)
+        await answer(client, call, {"ok": 1}, receipt_id="r1")
         snapshot = await settled(client, clock, run_id)
         assert snapshot["end_reason"] == "permission_changed"
         assert len(provider.recorded()) == 1  # no model call after the revocation
@@ -207,9 +205,7 @@ def test_chat_history_returns_only_visible_text() -> None:
         run_id = await start(client, s, "Where is order 1?")
         assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
         [call] = await calls(client, run_id)
-        await post(client, f"/v1/tool-calls/{call['call_id']}/receipts",
-                   {"receipt_id": "r1", "kind": "completed",
-                    "result": {"secret": "RECEIPT-SECRET"}}, 200)
+        await answer(client, call, {"secret": "RECEIPT-SECRET"}, receipt_id="r1")
         assert (await settled(client, clock, run_id))["end_reason"] == "completed"
         second = await start(client, s, "What did we say?")
         assert (await settled(client, clock, second))["end_reason"] == "completed"
