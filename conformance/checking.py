@@ -42,12 +42,15 @@ def _tag(ids: tuple[str, ...], fn: Callable[..., Any], test: F) -> F:
 
 
 def property_check(
-    *ids: str, cases: SearchStrategy[Any], examples: tuple[Any, ...] = ()
+    *ids: str, cases: SearchStrategy[Any], examples: tuple[Any, ...] = (),
+    cap: int | None = None,
 ) -> Callable[[CaseFn], Any]:
     """A check run over many generated cases; the shrunk failing case is kept as its example.
 
     `examples` are cases tried on every run whatever the seed: the classic defects a check
-    exists for, so it bites even when the random search is short.
+    exists for, so it bites even when the random search is short. `cap` bounds the cases
+    generated whatever the profile asks, for a check whose cases are few and each costly
+    (a kill and restart, a whole conversation): more would repeat the same ground.
     """
 
     def decorate(fn: CaseFn) -> Any:
@@ -64,7 +67,10 @@ def property_check(
 
             for case in examples:
                 explore = example(case=case)(explore)
-            explore = arck.settings(explore)
+            chosen = arck.settings
+            if cap is not None and chosen.max_examples > cap:
+                chosen = settings(chosen, max_examples=cap)
+            explore = chosen(explore)
             if arck.seed is not None:
                 explore = seed(arck.seed)(explore)
             explore()
@@ -94,8 +100,10 @@ def stateful_check(
     machine: Callable[[CheckContext], RuleBasedStateMachine],
     steps: int = 12,
     scenario: Callable[[Any, CheckFailure], str | None] | None = None,
+    cap: int | None = None,
 ) -> Callable[[CaseFn], Any]:
-    """A check run as a hypothesis state machine (`machine(ctx)`, at most `steps` steps).
+    """A check run as a hypothesis state machine (`machine(ctx)`, at most `steps` steps;
+    at most `cap` programs whatever the profile asks, as `property_check`'s `cap`).
 
     The machine's rules and invariants go through `step`, so each failure is keyed by its IDs
     and line and carries the program so far (a JSON-able case) as its example; hypothesis
@@ -128,9 +136,12 @@ def stateful_check(
             # The explain phase reruns every step of the shrunk program many times over to
             # annotate it: the program is the case file and the scenario already.
             phases = [p for p in arck.settings.phases if p is not Phase.explain]
+            programs = arck.settings.max_examples if cap is None else \
+                min(cap, arck.settings.max_examples)
             with _scenarios(scenario):
                 run_state_machine_as_test(cast(Any, factory), settings=settings(
-                    arck.settings, stateful_step_count=steps, phases=phases))
+                    arck.settings, stateful_step_count=steps, phases=phases,
+                    max_examples=programs))
 
         test.arck_replay = replay  # type: ignore[attr-defined]
         return _tag(ids, fn, test)

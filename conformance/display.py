@@ -95,9 +95,13 @@ class Display:
         self.console.print(table)
         checks = ", ".join(f"{n} {k}" for k, n in sorted(summary["checks"].items()))
         self.console.print(f"checks: {checks}")
-        if report.faults:
-            fired = ", ".join(f"{kind} {n}" for kind, n in report.faults.items())
-            self.console.print(f"provider faults fired: {fired}")
+        provider = {k: n for k, n in report.faults.items() if not k.startswith("executor:")}
+        executor = {k.removeprefix("executor:"): n for k, n in report.faults.items()
+                    if k.startswith("executor:")}
+        for who, fired in (("provider", provider), ("executor", executor)):
+            if fired:
+                shown = ", ".join(f"{kind} {n}" for kind, n in fired.items())
+                self.console.print(f"{who} faults fired: {shown}")
         if event.report_dir:
             self.console.print(f"reports: {event.report_dir}/report.html, report.json, junit.xml")
         verdict = {0: "[green]conformant[/]", 1: "[bold red]not conformant[/]"}.get(

@@ -18,8 +18,14 @@ from typing import Any
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.simulator.control import Control
-from arck.simulator.provider import RecordedRequest, SimulatedProvider, Step, script_tag
-from arck.simulator.target import Exchange, RuntimeTarget
+from arck.simulator.provider import (
+    RecordedRequest,
+    SimulatedProvider,
+    Step,
+    ToolCall,
+    script_tag,
+)
+from arck.simulator.target import Exchange, ExecutorTarget, RuntimeTarget
 
 __all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical", "world"]
 
@@ -75,6 +81,7 @@ class RunWorld:
     target: RuntimeTarget
     control: Control
     _channels: dict[ChannelSpec, Channel] = field(default_factory=dict)
+    _executor: str | None = None  # the role of the world's executor, once registered
 
     @property
     def provider(self) -> SimulatedProvider:
@@ -138,6 +145,20 @@ class RunWorld:
             raise NotTestable(f"setup could not create a run: no run_id in {data}")
         return data
 
+    def waiting_call(self, arguments: dict[str, Any]) -> tuple[str, str, str]:
+        """A run waiting for one tool call planned with `arguments` (then a text answer):
+        (run id, session id, call id); "not testable" when the target never gets there."""
+        agent = self.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments=arguments)]),
+                            Step(text="done")])
+        session = self.session(agent, self.wallet(10**12))
+        run_id = str(self.start(session, "Use the tool").get("run_id"))
+        snapshot, _ = self.settle(run_id)
+        calls = [c for c in self.tool_calls(run_id) if c.get("state") == "dispatchable"]
+        if snapshot.get("state") != "waiting_tools" or len(calls) != 1:
+            raise NotTestable(f"not testable: the run never waited for its one tool call: "
+                              f"{snapshot}; calls {canonical(calls)[:300]}")
+        return run_id, session, str(calls[0].get("call_id"))
+
     # -- observing -------------------------------------------------------------------------
 
     def settle(self, run_id: str) -> tuple[dict[str, Any], int]:
@@ -172,11 +193,70 @@ class RunWorld:
                 return snapshot
             for call in pending:
                 answered += 1
-                body = {"receipt_id": receipt(answered), "kind": "completed",
-                        "result": result(answered)}
-                self.ok(self.target.submit_receipt(call["call_id"], body),
+                self.ok(self.answer(str(call["call_id"]), result(answered), receipt(answered)),
                         "send a completed receipt")
         return snapshot
+
+    # -- executing tool calls (docs/executors.md) ------------------------------------------
+
+    def executor(self) -> str:
+        """The role of the world's executor (registered once, for the check's binding),
+        online: a heartbeat on every use, as time may have moved past its window."""
+        if self._executor is None:
+            self._executor = self.register_executor(online=False)
+        self.ok(self.executors().heartbeat(self._executor), "send an executor heartbeat")
+        return self._executor
+
+    def executors(self) -> ExecutorTarget:
+        """The target's executor steps, or "not applicable"."""
+        target = self.target
+        if not isinstance(target, ExecutorTarget):
+            raise NotApplicable("the target has no executor steps (docs/executors.md): its "
+                                "tool calls cannot be answered")
+        return target
+
+    def register_executor(
+        self, bindings: Sequence[str] | None = None, permissions: Sequence[str] | None = None,
+        *, online: bool = True,
+    ) -> str:
+        """A new executor (default: for the check's binding, every permission): its role."""
+        target = self.executors()
+        body: dict[str, Any] = {"name": self.ctx.name("executor"),
+                                "bindings": list(bindings or [self.ctx.binding_id()])}
+        if permissions is not None:
+            body["permissions"] = list(permissions)
+        role = target.executor_role(self._id(target.register_executor(body), "executor_id",
+                                             "register an executor"))
+        if online:
+            self.ok(target.heartbeat(role), "send an executor heartbeat")
+        return role
+
+    def accept(self, call_id: str) -> str:
+        """Claim a call and have its acceptance confirmed: the claim's id."""
+        role = self.executor()
+        target = self.executors()
+        claim = self._id(target.claim(call_id, role), "claim_id", f"claim tool call {call_id}")
+        body = {"receipt_id": f"arck-accept-{claim}", "claim_id": claim, "kind": "accepted"}
+        self.ok(target.submit_receipt(call_id, body, role=role),
+                f"have the acceptance of tool call {call_id} confirmed")
+        return claim
+
+    def finish(
+        self, call_id: str, claim: str, receipt_id: str, result: Any, kind: str = "completed",
+    ) -> Exchange:
+        """The final receipt under `claim` (the check judges its answer)."""
+        body: dict[str, Any] = {"receipt_id": receipt_id, "claim_id": claim, "kind": kind}
+        if kind == "failed":
+            body["error"] = result
+        elif kind != "cancelled":
+            body["result"] = result
+        return self.target.submit_receipt(call_id, body, role=self.executor())
+
+    def answer(
+        self, call_id: str, result: Any, receipt_id: str, kind: str = "completed",
+    ) -> Exchange:
+        """Claim, accept and finish a call as a well-behaved executor: the final's answer."""
+        return self.finish(call_id, self.accept(call_id), receipt_id, result, kind)
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
         return self.ok(self.target.get_run(run_id), f"read run {run_id}")

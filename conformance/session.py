@@ -582,7 +582,11 @@ def _now() -> str:
 
 
 def _fault_counts(target: Any) -> dict[str, int]:
-    """What the simulated provider behind the target fired, by fault kind (none: {})."""
+    """What the simulated provider behind the target fired, by fault kind, and what arck's
+    simulated executors fired, as `executor:<kind>` (none: {})."""
     control = getattr(target, "control", None)
     provider = getattr(control, "provider", None)
-    return {k: int(v) for k, v in provider.fault_counts().items()} if provider else {}
+    counts = {k: int(v) for k, v in provider.fault_counts().items()} if provider else {}
+    executors = getattr(control, "executor_faults", None) or {}
+    counts.update({f"executor:{k}": int(v) for k, v in executors.items()})
+    return counts

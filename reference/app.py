@@ -198,6 +198,8 @@ def create_app(
             _: HTTPAuthorizationCredentials | None = bearer,
         ) -> Principal:
             principal = engine.authenticate(request.headers.get("authorization"))
+            if operation == "health" and request.url.path == "/v1/health":
+                return principal  # any valid credential, an executor's too (docs/profile.md)
             agent_id = request.path_params.get(agent_param) if agent_param else None
             engine.authorize(principal, engine.permissions[operation], agent_id)
             return principal

@@ -35,6 +35,7 @@ class SyncASGITransport(httpx.BaseTransport):
         # the app's loop once each answer is read (until_idle: the work a request started is
         # done before the caller sees the answer, so a sequence of requests replays exactly).
         self._after = after
+        self._after_lock: asyncio.Lock | None = None
         self._raise = raise_app_exceptions
         self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         self._stack = ExitStack()
@@ -49,8 +50,7 @@ class SyncASGITransport(httpx.BaseTransport):
         response = await self._asgi.handle_async_request(request)
         body = await response.aread()
         await response.aclose()
-        if self._after is not None:
-            await self._after()
+        await self._idle()
         return response.status_code, response.headers.raw, body
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -60,6 +60,17 @@ class SyncASGITransport(httpx.BaseTransport):
         )
         status, headers, content = self._portal_started().call(self._send, forwarded)
         return httpx.Response(status, headers=headers, content=content, request=request)
+
+    async def _idle(self) -> None:
+        """Run `after` for one request at a time: two requests in flight at once (concurrent
+        claims) would each see the other's `sleep(0)` in `until_idle` as work still to do,
+        and neither would ever find the loop idle."""
+        if self._after is None:
+            return
+        if self._after_lock is None:
+            self._after_lock = asyncio.Lock()  # made in the portal's loop, where it is used
+        async with self._after_lock:
+            await self._after()
 
     def replace_app(self, app: Any) -> None:
         """Answer from `app` from now on, in the same loop: a restarted service (RUN-02)."""
@@ -129,8 +140,7 @@ class SyncASGITransport(httpx.BaseTransport):
         failed = None if task.cancelled() else task.exception()
         if failed is not None and self._asgi.raise_app_exceptions:
             raise failed
-        if self._after is not None:
-            await self._after()
+        await self._idle()
         if status is None and failed is None:
             # What a client over a socket would see: no answer, then its read timeout.
             raise httpx.ReadTimeout("the app began no answer before it went idle",

@@ -16,6 +16,7 @@ import math
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -55,6 +56,7 @@ class InProcessControl:
         self.transport = transport
         self.clock = clock
         self.provider = provider
+        self.executor_faults: Counter[str] = Counter()  # what simulated executors fired
 
     def now(self) -> float:
         return self.clock.now()
@@ -199,6 +201,7 @@ class ServedControl:
     ) -> None:
         self.served = served
         self.provider = served.provider
+        self.executor_faults: Counter[str] = Counter()  # what simulated executors fired
         self.virtual_time = post_clock is not None
         self.post_clock = post_clock
         self.limit = limit

@@ -137,7 +137,7 @@ def _rows(words: list[str], size: int) -> dict[str, Any]:
 
 
 @property_check("CTX-12", cases=st.tuples(DRIFTS, st.integers(min_value=2_600, max_value=7_000),
-                                          ROWS))
+                                          ROWS), cap=20)
 def test_the_estimate_sets_no_charge_and_no_byte_budget(ctx: CheckContext, case: Any) -> None:
     """Two sessions whose provider reports prompt tokens drifted opposite ways, so their
     calibrated estimates part: the same tool result enters both requests as the same bytes

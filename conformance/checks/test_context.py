@@ -167,7 +167,7 @@ SUMMARIES = ([("tool", 3_000)] * 6 + [("text", 3_000)] * 4 + [("tool", 2_500)] *
 
 
 @property_check("CTX-03", "CTX-04", "CTX-05", "CTX-07", "CTX-11", "CTX-14", "RUN-08",
-                cases=COMPACTION_TURNS, examples=SUMMARIES)
+                cases=COMPACTION_TURNS, examples=SUMMARIES, cap=25)
 def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) -> None:
     """A conversation on a small window: below 70% nothing is compacted and requests only
     append; at 70% compaction happens, local before a summary; summaries are 4 main calls

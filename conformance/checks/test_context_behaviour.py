@@ -79,7 +79,7 @@ def _true_tokens(message: Any) -> int:
 
 
 @property_check("CTX-03", "CTX-04", "CTX-08",
-                cases=st.tuples(st.sampled_from(DRIFTS), TURNS), examples=EXAMPLES)
+                cases=st.tuples(st.sampled_from(DRIFTS), TURNS), examples=EXAMPLES, cap=25)
 def test_compaction_follows_reported_tokens(ctx: CheckContext, case: Any) -> None:
     """On a small window, with the provider's reported prompt tokens drifted by a factor:
     no compaction while the request is well under 70% of the effective budget in reported

@@ -27,6 +27,7 @@ from arck.simulator.provider import (
     UsageDrift,
     UsageMissing,
 )
+from arck.simulator.target import Exchange, ExecutorTarget
 
 FUNDS = 10**12
 END_REASONS = ("completed", "input_required", "approval_required", "cancelled",
@@ -141,8 +142,7 @@ def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -
     if snapshot.get("state") != "waiting_tools":
         raise CheckFailure("RUN-06", "the run waiting for its tool call", str(snapshot))
     [pending] = w.tool_calls(first["run_id"])
-    body = {"receipt_id": "arck-big", "kind": "completed", "result": result}
-    exchange = w.target.submit_receipt(pending["call_id"], body)
+    exchange = w.answer(str(pending["call_id"]), result, "arck-big")
     expect(200 <= exchange.status < 300, "BUD-17",
            f"a receipt of {oracle.size(result)} bytes accepted (budget {budget})",
            exchange.describe)
@@ -196,9 +196,7 @@ def test_protected_results_are_never_projected(ctx: CheckContext, case: Any) -> 
     pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
     if snapshot.get("state") != "waiting_tools" or not pending:
         raise NotTestable(f"not testable: the run never waited for its tool call: {snapshot}")
-    exchange = w.target.submit_receipt(
-        str(pending[0].get("call_id")),
-        {"receipt_id": f"arck-{kind}", "kind": kind, "result": result})
+    exchange = w.answer(str(pending[0].get("call_id")), result, f"arck-{kind}", kind=kind)
     expect(200 <= exchange.status < 300, "BUD-18",
            f"a {kind} receipt of {oracle.size(result)} bytes accepted (budget {budget})",
            exchange.describe)
@@ -336,7 +334,8 @@ def test_every_run_ends_with_a_reason(ctx: CheckContext, case: Any) -> None:
 
 @check("RUN-13")
 def test_cancel_leaves_accepted_calls_dispatchable(ctx: CheckContext) -> None:
-    """A run cancelled while its accepted tool batch waits: the calls stay, receipts land."""
+    """A run cancelled while an executor works on its tool call (acceptance confirmed): the
+    business task is not cancelled, and its final receipt is still taken."""
     w = world(ctx)
     agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"n": 1})])])
     session = w.session(agent, w.wallet(FUNDS))
@@ -344,6 +343,8 @@ def test_cancel_leaves_accepted_calls_dispatchable(ctx: CheckContext) -> None:
     snapshot, _ = w.settle(run["run_id"])
     if snapshot.get("state") != "waiting_tools":
         raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
+    [pending] = w.tool_calls(run["run_id"]) or [{"call_id": "none"}]
+    claim = w.accept(str(pending["call_id"]))
     w.ok(w.target.cancel_run(run["run_id"]), "cancel the run")
     snapshot = w.snapshot(run["run_id"])
     expect(snapshot.get("state") == "ended" and snapshot.get("end_reason") == "cancelled",
@@ -351,8 +352,7 @@ def test_cancel_leaves_accepted_calls_dispatchable(ctx: CheckContext) -> None:
     calls = w.tool_calls(run["run_id"])
     expect(len(calls) == 1 and "cancel" not in str(calls[0].get("state")), "RUN-13",
            "the accepted call still listed, not cancelled", str(calls))
-    body = {"receipt_id": "arck-after-cancel", "kind": "completed", "result": {"done": 1}}
-    exchange = w.target.submit_receipt(calls[0]["call_id"], body)
+    exchange = w.finish(str(calls[0]["call_id"]), claim, "arck-after-cancel", {"done": 1})
     expect(200 <= exchange.status < 300, "RUN-13",
            "the business task's receipt still accepted after the cancel", exchange.describe)
     expect(w.snapshot(run["run_id"]).get("state") == "ended", "RUN-13",
@@ -434,7 +434,6 @@ def test_runs_of_a_tenant_stay_its_own(ctx: CheckContext) -> None:
     before, _ = w.settle(run["run_id"])
     [call] = w.tool_calls(run["run_id"]) or [{"call_id": "none"}]
     t, role = w.target, "other_tenant"
-    receipt = {"receipt_id": "arck-foreign", "kind": "completed", "result": {"x": 1}}
     attempts = {
         "read the session's formal history": t.history(session, "formal", role=role),
         "read the execution history": t.history(session, "execution", role=role),
@@ -444,8 +443,9 @@ def test_runs_of_a_tenant_stay_its_own(ctx: CheckContext) -> None:
         "read the wallet": t.get_wallet(wallet, role=role),
         "start a run in the session": t.create_run(session, {"input": "x"}, role=role),
         "cancel the run": t.cancel_run(run["run_id"], role=role),
-        "send a receipt": t.submit_receipt(str(call["call_id"]), receipt, role=role),
     }
+    if isinstance(t, ExecutorTarget):
+        attempts["claim the run's tool call"] = _foreign_claim(w, str(call["call_id"]), role)
     for what, exchange in attempts.items():
         expect(not 200 <= exchange.status < 300, "AUTH-03",
                f"another tenant cannot {what}", exchange.describe)
@@ -455,3 +455,18 @@ def test_runs_of_a_tenant_stay_its_own(ctx: CheckContext) -> None:
                    exchange.describe)
     expect(w.snapshot(run["run_id"]) == before, "AUTH-03",
            "the run unchanged by the other tenant's attempts", str(w.snapshot(run["run_id"])))
+
+
+def _foreign_claim(w: RunWorld, call_id: str, role: str) -> Exchange:
+    """Another tenant's executor, online and scoped to a binding of its own, claiming the
+    call: what a leaked call id lets it try."""
+    t = w.target
+    assert isinstance(t, ExecutorTarget)
+    binding = w.ok(t.create_binding(w.ctx.name("binding"), role=role),
+                   "register another tenant's binding").get("binding_id")
+    body = {"name": w.ctx.name("executor"), "bindings": [binding]}
+    executor = w.ok(t.register_executor(body, role=role),
+                    "register another tenant's executor").get("executor_id")
+    executor_role = t.executor_role(str(executor))
+    w.ok(t.heartbeat(executor_role), "send the other tenant's executor heartbeat")
+    return t.claim(call_id, executor_role)

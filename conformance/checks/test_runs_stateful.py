@@ -171,12 +171,13 @@ class Conversation:
         elif run_id is None:
             return
         elif kind == "receipt":
+            if self.w.snapshot(run_id).get("state") != "waiting_tools":
+                return  # an ended run's calls are claimed by nobody (docs/executors.md)
             for call in [c for c in self.w.tool_calls(run_id)
                          if c.get("state") == "dispatchable"]:
                 self.receipts += 1
-                body = {"receipt_id": f"{target.info.name_prefix}rc-{self.receipts}",
-                        "kind": "completed", "result": _result(action[1])}
-                target.submit_receipt(str(call.get("call_id")), body)
+                self.w.answer(str(call.get("call_id")), _result(action[1]),
+                              f"{target.info.name_prefix}rc-{self.receipts}")
         elif kind == "cancel":
             target.cancel_run(run_id)
         elif kind == "wait":

@@ -69,8 +69,7 @@ def test_dropped_stream_cancels_nothing(ctx: CheckContext) -> None:
            f"{canonical(calls)[:300]}")
     _drop(w, drop, run_id, PHASES[1])
     call_id = str(calls[0].get("call_id"))
-    receipt = w.target.submit_receipt(call_id, {
-        "receipt_id": f"arck-stream-{call_id}", "kind": "completed", "result": {"ok": True}})
+    receipt = w.answer(call_id, {"ok": True}, f"arck-stream-{call_id}")
     expect(200 <= receipt.status < 300, "RUN-03",
            "the tool call's receipt taken after the stream was dropped", receipt.describe)
     _in_flight(w, agent, run_id, 2)

@@ -79,9 +79,9 @@ def _in_flight(w: RunWorld, agent: Agent, run_id: str, count: int) -> None:
 
 
 def _receipt(w: RunWorld, call_id: str, tag: str, result: Any = None) -> Exchange:
-    body = {"receipt_id": f"arck-{tag}-{call_id}", "kind": "completed",
-            "result": {"ok": True} if result is None else result}
-    return w.target.submit_receipt(call_id, body)
+    """The call answered by the world's executor: claimed, accepted, completed."""
+    return w.answer(call_id, {"ok": True} if result is None else result,
+                    f"arck-{tag}-{call_id}")
 
 
 def _dispatchable(w: RunWorld, run_id: str) -> list[dict[str, Any]]:
@@ -226,13 +226,16 @@ def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[...,
     if snapshot.get("state") != "waiting_tools":
         raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
     before = w.tool_calls(run_id)
+    # Dispatched before the revocation: an executor holds them, its acceptance confirmed.
+    claims = {str(c.get("call_id")): w.accept(str(c.get("call_id"))) for c in before
+              if c.get("state") == "dispatchable"}
     exchange = revoke(ctx.agent_id, tool)
     expect(200 <= exchange.status < 300, "RUN-14",
            f"the agent's tool {tool!r} revoked while its accepted batch waits",
            exchange.describe)
     sent_before = len(w.requests(agent))
-    receipts = [_receipt(w, str(c.get("call_id")), "before") for c in before
-                if c.get("state") == "dispatchable"]
+    receipts = [w.finish(call_id, claim, f"arck-before-{call_id}", {"ok": True})
+                for call_id, claim in claims.items()]
     snapshot, _ = w.settle(run_id)
     known = {c.get("call_id") for c in before}
     new = [c for c in w.tool_calls(run_id)

@@ -40,6 +40,9 @@ _NEEDS: dict[str, tuple[str, ...]] = {
 _OPTIONAL = ("result", "error", "reason", "sequence", "data")
 ContextText = Callable[[Receipt, int], tuple[str, dict[str, Any]]]
 
+_FINALS = tuple(sorted(FINAL_KINDS))
+_FINAL_MARKS = ", ".join("?" * len(_FINALS))
+
 
 def members(receipt: Receipt) -> None:
     """422 naming the member a kind does not take, or the one it needs and lacks."""
@@ -66,7 +69,7 @@ def history_value(receipt: Receipt) -> Any:
 
 def take(db: sqlite3.Connection, executor_id: str, call: CallRow, receipt: Receipt,
          body: dict[str, Any], at: float, context_text: ContextText) -> ReceiptAnswer:
-    """One receipt, judged in order: replay, claim, run ended, kind and state."""
+    """One receipt, judged in order: replay, claim, one final, run ended, kind and state."""
     text = canonical_text(body)
     seen = db.execute("SELECT body, answer FROM receipts WHERE call_id = ? AND receipt_id = ?",
                       (call.call_id, receipt.receipt_id)).fetchone()
@@ -81,12 +84,17 @@ def take(db: sqlite3.Connection, executor_id: str, call: CallRow, receipt: Recei
     if current_claim(db, call, executor_id, at) != receipt.claim_id:  # 2. claim (EXE-17)
         raise Conflict("the claim is not the call's current claim held by this executor "
                        "(lapsed, detached or another's)", "/claim_id")
-    if call.run_ended:  # 3. run ended (EXE-13)
+    if receipt.kind in FINAL_KINDS and db.execute(  # 3. one final (EXE-14)
+        f"SELECT 1 FROM receipts WHERE call_id = ? AND kind IN ({_FINAL_MARKS}) LIMIT 1",
+        (call.call_id, *_FINALS),
+    ).fetchone() is not None:
+        raise Conflict("the call has its final receipt already (EXE-14)", "/kind")
+    if call.run_ended:  # 4. run ended (EXE-13)
         if receipt.kind == "accepted":
             raise Conflict("the run has ended: acceptance is refused, nothing may start",
                            "call_id")
         return _store(db, call, receipt, text, call.view_state(at), applied=False)
-    if receipt.kind == "accepted":  # 4. kind and state (EXE-14)
+    if receipt.kind == "accepted":  # 5. kind and state
         _move(db, call, "claimed", "accepted", "the call is not claimed: accepted already or "
               "final")
         db.execute("UPDATE claims SET state = 'accepted' WHERE id = ?", (call.claim_id,))

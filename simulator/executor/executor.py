@@ -91,9 +91,11 @@ class SimulatedExecutor:
         name: str = "arck-executor",
         seed: int = 0,
         online: bool = True,
+        tally: Counter[str] | None = None,
     ) -> SimulatedExecutor:
         """Register through `target.register_executor` (role `full`); with `online`, send a
-        first heartbeat (registering is not one: EXE-02). Raises StepRefused."""
+        first heartbeat (registering is not one: EXE-02). Raises StepRefused. `tally`
+        counts the faults fired, shared by every executor given it (a run's report)."""
         body: dict[str, Any] = {"name": name, "bindings": list(bindings)}
         if permissions is not None:
             body["permissions"] = list(permissions)
@@ -105,7 +107,8 @@ class SimulatedExecutor:
         identity = _Identity(executor_id, name, target.executor_role(executor_id),
                              tuple(bindings), None if permissions is None else tuple(permissions))
         executor = cls(target, identity, business=business or BusinessSystem(),
-                       journal=Journal(), seed=seed, counts=Counter(), peers=[])
+                       journal=Journal(), seed=seed,
+                       counts=Counter() if tally is None else tally, peers=[])
         if online:
             executor.heartbeat()
         return executor

@@ -40,7 +40,8 @@ __all__ = ["RUNTIME_STEPS", "Outcome", "ScenarioNotApplicable", "run_scenario"]
 RUNTIME_STEPS = (
     "create_binding", "publish_tool_set", "publish_agent_version", "create_channel",
     "create_wallet", "deposit", "get_wallet", "create_session", "create_run", "get_run",
-    "cancel_run", "run_events", "tool_calls", "submit_receipt",
+    "cancel_run", "run_events", "tool_calls", "submit_receipt", "register_executor",
+    "executor_role", "heartbeat", "claim",
 )
 SETTLED = ("ended", "waiting_tools")
 
@@ -101,6 +102,7 @@ class _Driver:
         self.sessions: dict[str, str] = {}
         self.wallet_id: str | None = None
         self.receipts = 0
+        self.executor: str | None = None  # the role of the executor answering tool calls
         self.now0 = control.now()
 
     # -- setup ----------------------------------------------------------------------------
@@ -123,6 +125,9 @@ class _Driver:
                                   self.target.create_binding(f"{self.base}-binding"),
                                   "binding_id")
             tools = [{**tool.model_dump(), "binding_id": binding} for tool in s.agent.tools]
+            body = {"name": f"{self.base}-executor", "bindings": [binding]}
+            self.executor = self.target.executor_role(self._setup(
+                "register_executor", self.target.register_executor(body), "executor_id"))
         tool_set = self._setup(
             "publish_tool_set",
             self.target.publish_tool_set({"name": f"{self.base}-tools", "tools": tools}),
@@ -242,8 +247,35 @@ class _Driver:
                 self.seed, f"{index}:{position}", generated.size_bytes)
             receipt_id = args.receipt_id or (
                 f"{self.target.info.name_prefix}rc-{self.receipts}")
-            body = {"receipt_id": receipt_id, "kind": "completed", "result": result}
-            exchanges.append(self.target.submit_receipt(str(call.get("call_id")), body))
+            self._execute(str(call.get("call_id")), receipt_id, result, exchanges, notes)
+
+    def _execute(self, call_id: str, receipt_id: str, result: Any,
+                 exchanges: list[Exchange], notes: list[str]) -> None:
+        """As the scenario's executor (docs/executors.md): heartbeat, claim, `accepted`
+        (the platform's answer confirms it), then the completed receipt. A refused step
+        is recorded and ends the attempt; `expect_status` judges the last exchange."""
+        role = self.executor
+        if role is None:
+            notes.append("the agent has no tools, so no executor: nothing to answer")
+            return
+        target = self.target
+        exchanges.append(target.heartbeat(role))
+        claimed = target.claim(call_id, role)
+        exchanges.append(claimed)
+        claim = (_json(claimed) or {}).get("claim_id")
+        if not isinstance(claim, str):
+            notes.append(f"call {call_id} not claimed ({claimed.status})")
+            return
+        accepted = target.submit_receipt(call_id, {
+            "receipt_id": f"{receipt_id}-accepted", "claim_id": claim, "kind": "accepted"},
+            role=role)
+        exchanges.append(accepted)
+        if not 200 <= accepted.status < 300:
+            notes.append(f"call {call_id}: acceptance not confirmed ({accepted.status})")
+            return
+        exchanges.append(target.submit_receipt(call_id, {
+            "receipt_id": receipt_id, "claim_id": claim, "kind": "completed",
+            "result": result}, role=role))
 
     # -- the end --------------------------------------------------------------------------
 

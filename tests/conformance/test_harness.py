@@ -99,8 +99,8 @@ def test_matrix_and_exit_codes() -> None:
     by_id = {r.id: r for r in rows}
     assert by_id["BUD-07"].status is Status.PASS
     assert by_id["BUD-10"].status is Status.WARN
-    assert by_id["EXE-01"].status is Status.NOT_COVERED
-    assert "executor protocol" in by_id["EXE-01"].reason
+    assert by_id["EXE-06"].status is Status.NOT_COVERED
+    assert "duty of the executor" in by_id["EXE-06"].reason
     assert outcomes.exit_code(rows, strict=False) == 0
     assert outcomes.exit_code(rows, strict=True) == 1
     rows = outcomes.requirement_matrix(cat, [_result("BUD-07", Status.NOT_TESTABLE)], everything,

@@ -166,10 +166,10 @@ def test_credential_kinds_both_ways() -> None:
             assert body["message"] == "an executor credential is needed"
             error(await client.request(method, path, json={},
                                        headers={"Authorization": "Bearer nope"}), 401)
-        # An executor credential is refused on every other endpoint (health included).
+        # An executor credential is refused on every other endpoint but health.
+        assert (await client.get("/v1/health", headers=full)).status_code == 200
         for method, path in (("GET", f"/v1/runs/{run_id}"),
                              ("GET", f"/v1/sessions/{session_id}/history"),
-                             ("GET", "/v1/health"),
                              ("POST", "/v1/bindings"),
                              ("POST", f"/v1/tool-calls/{cid}/cancel"),
                              ("GET", "/v1/executors/exe-000001"),

@@ -3,14 +3,12 @@ whose model asks for a tool, the call executed by the executor through the targe
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from arck.simulator.asgi import SyncASGITransport
 from arck.simulator.control import Control
 from arck.simulator.executor import (
     CallPlan,
@@ -138,27 +136,6 @@ def test_a_restart_redelivers_the_stored_final_without_rerunning(target: Executo
     assert world.settle()["state"] == "ended"
 
 
-@pytest.fixture
-def serialized_after(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Concurrent requests in-process livelock in `SyncASGITransport(after=until_idle)`: each
-    request's `until_idle` sees the other's `sleep(0)` as work and neither ever returns.
-    Until simulator/asgi.py runs `after` under one lock (reported), this test does."""
-    lock: list[asyncio.Lock] = []
-
-    async def send(self: SyncASGITransport, request: Any) -> Any:
-        response = await self._asgi.handle_async_request(request)
-        body = await response.aread()
-        await response.aclose()
-        if self._after is not None:
-            lock[:] = lock or [asyncio.Lock()]
-            async with lock[0]:
-                await self._after()
-        return response.status_code, response.headers.raw, body
-
-    monkeypatch.setattr(SyncASGITransport, "_send", send)
-
-
-@pytest.mark.usefixtures("serialized_after")
 def test_concurrent_claimers_in_process_let_exactly_one_win(target: ExecutorTarget) -> None:
     world = World(target, "race")
     executor = SimulatedExecutor.register(target, [world.binding], name="arck-exe")

@@ -1,0 +1,147 @@
+"""EXE: claims, grants and credentials (SPEC §5, AUTH-02, AUTH-04), black-box through the
+executor API of docs/executors.md: who may claim a tool call, what the winner is given, and
+what the others learn. Receipts are judged in test_receipts.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance.checking import check, expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import NotTestable
+from arck.conformance.runworld import canonical, world
+from arck.simulator.target import Exchange
+
+ARGUMENT_WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]),
+                         min_size=1, max_size=24)
+
+
+def _ok(exchange: Exchange) -> bool:
+    return 200 <= exchange.status < 300
+
+
+def _leaks(exchange: Exchange, secret: str) -> bool:
+    return secret.encode() in exchange.body or json.dumps(secret).encode() in exchange.body
+
+
+@property_check("EXE-01", cases=st.integers(min_value=2, max_value=5))
+def test_one_claim_wins(ctx: CheckContext, case: Any) -> None:
+    """Several online executors in scope claim the same call at once: exactly one wins, the
+    others are refused, and a claim after the winner is refused too."""
+    w = world(ctx)
+    _, _, call_id = w.waiting_call({"q": "one winner"})
+    roles = [w.register_executor() for _ in range(case)]
+    target = w.executors()
+    with ThreadPoolExecutor(max_workers=case) as pool:
+        answers = list(pool.map(lambda role: target.claim(call_id, role), roles))
+    won = [a for a in answers if _ok(a)]
+    expect(len(won) == 1, "EXE-01", f"exactly one of {case} concurrent claims won",
+           lambda: "; ".join(f"{a.status}" for a in answers))
+    late = target.claim(call_id, w.register_executor())
+    expect(not _ok(late), "EXE-01", "a claim after the winner's refused", late.describe)
+    if ctx.profile == "reference":
+        expect(all(a.status == 409 for a in answers if not _ok(a)) and late.status == 409,
+               "EXE-01", "profile: the losing claims answered 409",
+               lambda: "; ".join(f"{a.status}" for a in [*answers, late]))
+
+
+@check("EXE-02", "EXE-03")
+def test_claims_need_an_online_executor_in_scope(ctx: CheckContext) -> None:
+    """An executor that never sent a heartbeat, and one whose scope lacks the call's
+    binding, are both refused, and neither learns the arguments; candidate lists carry no
+    arguments and no grant."""
+    w = world(ctx)
+    secret = f"arck-secret-{ctx.name('argument')}"
+    _, _, call_id = w.waiting_call({"q": secret})
+    target = w.executors()
+    offline = w.register_executor(online=False)
+    other = w.ok(target.create_binding(ctx.name("binding")), "register a second binding")
+    outside = w.register_executor(bindings=[str(other.get("binding_id"))])
+    for who, role in (("an executor that never sent a heartbeat", offline),
+                      ("an executor whose scope lacks the call's binding", outside)):
+        answer = target.claim(call_id, role)
+        expect(not _ok(answer), ("EXE-02", "EXE-03"), f"a claim by {who} refused",
+               answer.describe)
+        expect(not _leaks(answer, secret), "EXE-03",
+               f"the refusal of {who} naming no argument", answer.describe)
+    listed = target.candidates(w.executor())
+    expect(_ok(listed) and any(call_id in canonical(c) for c in _candidates(listed)),
+           "EXE-03", "the waiting call among the candidates of an executor in scope",
+           listed.describe)
+    expect(not _leaks(listed, secret) and b"grant" not in listed.body, "EXE-03",
+           "candidates without arguments or grant", listed.describe)
+
+
+def _candidates(exchange: Exchange) -> list[Any]:
+    data = exchange.json_or_none()
+    found = data.get("candidates") if isinstance(data, dict) else None
+    return found if isinstance(found, list) else []
+
+
+@check("EXE-04", "AUTH-04")
+def test_connecting_is_not_executing(ctx: CheckContext) -> None:
+    """An executor allowed only to connect may heartbeat and list, never claim; a service
+    credential, whatever its permissions, never acts as an executor; an executor
+    credential never acts as a service."""
+    w = world(ctx)
+    run_id, session, call_id = w.waiting_call({"q": "credentials"})
+    target = w.executors()
+    connect = w.register_executor(permissions=["executor:connect"])
+    listed = target.candidates(connect)
+    expect(_ok(listed), "EXE-04", "an executor allowed to connect lists its candidates",
+           listed.describe)
+    claim = target.claim(call_id, connect)
+    expect(not _ok(claim), "EXE-04", "a claim by an executor allowed only to connect "
+           "refused", claim.describe)
+    service = target.claim(call_id, "full")
+    expect(not _ok(service), "AUTH-04", "a claim with a service credential (every "
+           "permission, tools:execute included) refused", service.describe)
+    executor = w.executor()
+    for what, exchange in (("read the run", target.get_run(run_id, role=executor)),
+                           ("read the session's history",
+                            target.history(session, "formal", role=executor))):
+        expect(not _ok(exchange), "AUTH-04", f"an executor credential cannot {what}",
+               exchange.describe)
+    if ctx.profile == "reference":
+        expect(claim.status == 403 and service.status == 403, ("EXE-04", "AUTH-04"),
+               "profile: both claims answered 403", f"{claim.status}, {service.status}")
+    claimed = target.claim(call_id, executor)
+    expect(_ok(claimed), "EXE-04", "the call still claimable by a proper executor "
+           "(nothing claimed it meanwhile)", claimed.describe)
+
+
+ARGUMENTS = st.dictionaries(st.sampled_from(["q", "id", "note", "n"]), st.one_of(
+    ARGUMENT_WORDS, st.integers(min_value=-(2**53), max_value=2**53), st.booleans()),
+    min_size=1, max_size=4)
+
+
+@property_check("EXE-05", "AUTH-02", cases=ARGUMENTS)
+def test_the_grant_carries_what_the_product_checks(ctx: CheckContext, case: Any) -> None:
+    """The winner's grant names the subject, the agent, the resource version and the call's
+    arguments with their digest, so the product can check the call itself (profile: the
+    digest is sha256 of the canonical JSON of the arguments)."""
+    w = world(ctx)
+    run_id, _, call_id = w.waiting_call(case)
+    exchange = w.executors().claim(call_id, w.executor())
+    data = exchange.json_or_none() if _ok(exchange) else None
+    grant = data.get("grant") if isinstance(data, dict) else None
+    if not isinstance(grant, dict):
+        raise NotTestable(f"not testable: the claim gave no grant: {exchange.describe()}")
+    missing = [k for k in ("subject", "agent_id", "agent_version", "arguments",
+                           "arguments_digest") if grant.get(k) in (None, "", {})]
+    expect(not missing, ("EXE-05", "AUTH-02"), "a grant with subject, agent, resource "
+           "version, arguments and their digest", f"missing {missing}: {canonical(grant)[:400]}")
+    expect(canonical(grant.get("arguments")) == canonical(case), "EXE-05",
+           "the grant's arguments those the model planned", canonical(grant)[:400])
+    expect(grant.get("agent_id") == ctx.agent_id, "EXE-05",
+           f"the grant's agent {ctx.agent_id!r}", canonical(grant)[:400])
+    if ctx.profile == "reference":
+        digest = "sha256:" + hashlib.sha256(canonical(case).encode()).hexdigest()
+        expect(grant.get("arguments_digest") == digest and grant.get("run_id") == run_id,
+               "EXE-05", f"profile: digest {digest} and the run {run_id}",
+               canonical(grant)[:400])
