@@ -207,6 +207,7 @@ class ServedControl:
         self.limit = limit
         self.quiet = quiet
         self.writes = 0
+        self._quiet_lock = threading.Lock()
         self.touched = time.monotonic()
         self._marker = (-1, -1)
         self._idle_since = self.now()
@@ -222,7 +223,13 @@ class ServedControl:
 
     def wait_quiet(self) -> None:
         """Until no request to the provider is being worked on (answers asleep on its clock
-        aside) and none started or finished for `quiet` seconds; at most `limit` seconds."""
+        aside) and none started or finished for `quiet` seconds; at most `limit` seconds.
+        One caller at a time: requests sent from several threads at once (concurrent claims)
+        would each ask the provider's loop to go idle while the others keep it busy."""
+        with self._quiet_lock:
+            self._wait_quiet()
+
+    def _wait_quiet(self) -> None:
         give_up = time.monotonic() + self.limit
         while True:
             busy, _ = self.served.state()

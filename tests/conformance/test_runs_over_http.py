@@ -209,7 +209,8 @@ def _checks(report_dir: Path) -> dict[str, str]:
 
 def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path) -> None:
     done = arck("run", "--config", str(served.target_file(tmp_path)),
-                "--requirements", "RUN-01,RUN-03,BIL-01,CTX-01", "--profile", "quick",
+                "--requirements", "RUN-01,RUN-03,BIL-01,CTX-01,EXE-01,EXE-08", "--profile",
+                "quick",
                 "--max-examples", "3", "--report-dir", str(tmp_path / "report"))
     checks = _checks(tmp_path / "report")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -217,6 +218,10 @@ def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path
     assert checks["billing/test_reservation_held_while_the_call_is_in_flight"] == "pass"
     assert checks["context/test_effective_budget_and_output_capacity"] == "pass"
     assert checks["runs_stream/test_dropped_stream_cancels_nothing"] == "pass"
+    # Concurrent claims and duplicate receipts race over real sockets here.
+    assert checks["executors/test_one_claim_wins"] == "pass"
+    assert checks["receipts/test_a_duplicate_receipt_is_replayed"] == "pass"
+    assert checks["executors_stateful/test_executor_protocol_under_faults"] == "pass"
 
 
 @pytest.mark.parametrize(("name", "requirement", "check"), [
