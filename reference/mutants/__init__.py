@@ -842,6 +842,103 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-02",),
         "durability:no_takeover",
     ),
+    # the executor protocol: claims, grants, credentials, receipts (docs/executors.md)
+    (
+        "two-claims-win",
+        "claims judged by the run alone: a call claimed or accepted by another is claimed again",
+        ("EXE-01",),
+        "executors:two_claims_win",
+    ),
+    (
+        "claim-refusal-leaks-arguments",
+        "a claim outside the executor's scope is refused naming the call's arguments",
+        ("EXE-03",),
+        "executors:refusal_leaks_arguments",
+    ),
+    (
+        "claim-outside-scope",
+        "a claim's call is never checked against the executor's bindings",
+        ("EXE-03",),
+        "executors:claim_outside_scope",
+    ),
+    (
+        "registering-is-heartbeat",
+        "registering an executor counts as a heartbeat: one never heard from claims",
+        ("EXE-02",),
+        "executors:registered_is_online",
+    ),
+    (
+        "connect-credential-executes",
+        "executor:connect is enough to claim, send receipts and detach",
+        ("EXE-04",),
+        "executors:connect_credential_executes",
+    ),
+    (
+        "grant-without-digest",
+        "the grant's arguments_digest is empty",
+        ("EXE-05", "AUTH-02"),
+        "executors:grant_without_digest",
+    ),
+    (
+        "arguments-in-candidates",
+        "candidates are listed with their arguments",
+        ("EXE-03",),
+        "executors:arguments_in_candidates",
+    ),
+    (
+        "claims-never-lapse",
+        "a claim never accepted never lapses: the call is not claimed again after 30 s",
+        ("EXE-17",),
+        "executors:claims_never_lapse",
+    ),
+    (
+        "accepted-after-run-end",
+        "an accepted receipt is confirmed for a call whose run has ended",
+        ("EXE-17",),
+        "executors:accepted_after_end",
+    ),
+    (
+        "duplicate-applied-twice",
+        "a repeated final enters the histories again, answered replayed: false",
+        ("EXE-08",),
+        "executors:duplicate_applied_twice",
+    ),
+    (
+        "receipt-id-only",
+        "another body under a known receipt_id is answered as a replay, not refused",
+        ("EXE-09",),
+        "executors:receipt_id_only",
+    ),
+    (
+        "late-receipt-applied",
+        "a final after the run ended enters the ended run's histories",
+        ("EXE-13",),
+        "executors:late_receipt_applied",
+    ),
+    (
+        "second-final-accepted",
+        "no one-final rule: a second final replaces the first, or is kept once the run ended",
+        ("EXE-14",),
+        "executors:second_final_accepted",
+    ),
+    (
+        "run-cancel-cancels-business",
+        "a run cancel asks a business cancel of the run's open tool calls",
+        ("EXE-15",),
+        "executors:run_cancel_cancels_business",
+    ),
+    (
+        "detach-redispatches",
+        "a detach after acceptance puts the call back to be claimed",
+        ("EXE-15",),
+        "executors:detach_redispatches",
+    ),
+    (
+        "worker-held-waiting-tools",
+        "8 workers, each held by its run while the run waits on tool receipts",
+        ("EXE-16",),
+        "executors:worker_held_waiting_tools",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

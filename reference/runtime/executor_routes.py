@@ -80,7 +80,7 @@ def install(
     @app.get("/v1/executor/candidates", response_model=CandidateList, tags=tags,
              responses=errors(401, 403))
     async def candidates(principal: Principal = deps["candidates"]) -> JSONResponse:
-        return ok(CandidateList(candidates=runtime.candidates(principal)))
+        return ok(runtime.candidate_list(principal))
 
     @app.get("/v1/executor/calls/{call_id}", response_model=ExecutorCall, tags=tags,
              responses=errors(401, 403, 404))

@@ -9,6 +9,7 @@ a run's fate before it is queued, in the same transaction that records it.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -22,6 +23,7 @@ from arck.reference.models import validation_failed
 from arck.reference.runtime import billing, claims, inputs, receipts, revocations
 from arck.reference.runtime.executor_wire import (
     Candidate,
+    CandidateList,
     Claim,
     ClaimRequest,
     Detach,
@@ -269,6 +271,11 @@ class Runtime:
         with self.store.transaction() as db:
             return claims.candidates(db, principal, self.clock.now())
 
+    def candidate_list(self, principal: Principal) -> CandidateList:
+        """The answer of `GET /v1/executor/candidates`: a seam for the mutant catalogue
+        (reference/mutants/executors.py), the reference's answer unchanged."""
+        return CandidateList(candidates=self.candidates(principal))
+
     def executor_call(self, principal: Principal, call_id: str) -> ExecutorCall:
         with self.store.transaction() as db:
             return claims.executor_call(db, principal, call_id, self.clock.now())
@@ -292,10 +299,17 @@ class Runtime:
                 if name in receipt.model_fields_set:
                     self.engine.check_result(getattr(receipt, name), f"/{name}")
             assert isinstance(data, dict)
-            answer = receipts.take(db, principal.executor_id, call, receipt, data,
-                                   self.clock.now(), self._context_text)
+            answer = self.take_receipt(db, principal.executor_id, call, receipt, data,
+                                       self.clock.now())
         self.workers.notify()
         return answer
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: claims.CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        """One validated receipt judged inside the intake's transaction (`receipts.take`): a
+        seam for the mutant catalogue (reference/mutants/executors.py), which replaces how a
+        receipt is judged without touching the module's functions."""
+        return receipts.take(db, executor_id, call, receipt, body, at, self._context_text)
 
     def detach(self, principal: Principal, call_id: str, data: object) -> DetachAnswer:
         """EXE-15: before acceptance the call is dispatchable again; after it, the outcome is
