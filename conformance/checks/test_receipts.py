@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import RunWorld, canonical, world
-from arck.simulator.provider import SlowAnswer, Step
+from arck.conformance.runworld import TOOL, RunWorld, canonical, world
+from arck.simulator.provider import SlowAnswer, Step, ToolCall
 from arck.simulator.target import Exchange
 
 FUNDS = 10**12
@@ -101,23 +101,40 @@ FINALS = ("completed", "failed", "cancelled", "submission", "reconciliation_requ
 @property_check("EXE-14", cases=st.tuples(st.sampled_from(FINALS), st.sampled_from(FINALS)))
 def test_one_final_receipt_per_call(ctx: CheckContext, case: Any) -> None:
     """After a call's final receipt, a different final receipt (another id, any kind) is
-    refused and changes nothing."""
+    refused and changes nothing: while the run still waits for the batch's other call, and
+    after the run has ended."""
     first_kind, second_kind = case
     w = world(ctx)
-    run_id, session, call_id = w.waiting_call({"q": "final"})
+    calls = [ToolCall(name=TOOL, arguments={"q": "final"}),
+             ToolCall(name=TOOL, arguments={"q": "other"})]
+    agent = w.agent([Step(tool_calls=calls), Step(text="done")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = str(w.start(session, "Use the tool twice").get("run_id"))
+    snapshot, _ = w.settle(run_id)
+    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
+               if c.get("state") == "dispatchable"]
+    if snapshot.get("state") != "waiting_tools" or len(pending) != 2:
+        raise NotTestable(f"not testable: the run never waited for its two tool calls: "
+                          f"{snapshot}")
+    call_id, other = pending
     claim = w.accept(call_id)
     first = w.finish(call_id, claim, "arck-final-1", _payload(first_kind, 1), first_kind)
     if not _ok(first):
         raise NotTestable(f"not testable: a {first_kind} receipt was refused: "
                           f"{first.describe()}")
-    w.settle(run_id)
-    before = _state(w, run_id, session)
-    second = w.finish(call_id, claim, "arck-final-2", _payload(second_kind, 2), second_kind)
-    expect(not _ok(second), "EXE-14", f"a {second_kind} receipt after the {first_kind} one "
-           "refused", second.describe)
-    w.settle(run_id)
-    expect(_state(w, run_id, session) == before, "EXE-14", "nothing changed by it",
-           lambda: _state(w, run_id, session)[:400])
+    for n, moment in enumerate(("while the run waits for its other call",
+                                "after the run ended"), start=2):
+        w.settle(run_id)
+        before = _state(w, run_id, session)
+        second = w.finish(call_id, claim, f"arck-final-{n}",
+                          _payload(second_kind, 2), second_kind)
+        expect(not _ok(second), "EXE-14", f"a {second_kind} receipt after the {first_kind} "
+               f"one refused, {moment}", second.describe)
+        w.settle(run_id)
+        expect(_state(w, run_id, session) == before, "EXE-14", f"nothing changed by it, "
+               f"{moment}", lambda: _state(w, run_id, session)[:400])
+        if n == 2:
+            w.ok(w.answer(other, {"arck": "other"}, "arck-other"), "answer the other call")
 
 
 def _payload(kind: str, n: int) -> Any:

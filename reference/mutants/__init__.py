@@ -939,6 +939,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("EXE-16",),
         "executors:worker_held_waiting_tools",
     ),
+    # credential kinds
+    (
+        "service-credential-executes",
+        "a service credential holding tools:execute claims and answers calls as the tenant's "
+        "built-in executor",
+        ("AUTH-04",),
+        "credentials:service_credential_executes",
+    ),
+    (
+        "executor-reads-runs",
+        "an executor credential reads its tenant's runs and histories",
+        ("AUTH-04",),
+        "credentials:executor_reads_runs",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

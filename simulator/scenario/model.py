@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from arck.simulator.executor.plan import FAULT_KINDS as EXECUTOR_FAULT_KINDS
+from arck.simulator.executor.plan import CallPlan
 from arck.simulator.provider import FAULT_KINDS, Step
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "UNSUPPORTED_ACTIONS",
     "Action",
     "Agent",
+    "BusinessExpectation",
     "Channel",
     "EventExpectation",
     "Expect",
@@ -146,6 +149,89 @@ class ReceiptArgs(RunRef):
         return None
 
 
+class _ExeAct(RunRef):
+    """An action of an executor on one or more tool calls of a run."""
+
+    call: Annotated[int, Field(ge=0)] | Literal["all"] = Field(
+        default=0, description="index in the run's tool calls, or `all` (see the action)"
+    )
+    expect_answer: dict[str, Any] = Field(
+        default_factory=dict,
+        description="members of the last request's JSON answer at dotted paths, each equal",
+    )
+
+
+class ClaimArgs(_ExeAct):
+    """The scenario's executor claims the chosen calls and goes no further (a heartbeat
+    first); `call: all` is every dispatchable one."""
+
+
+class AcceptArgs(_ExeAct):
+    """The scenario's executor sends `accepted` for the chosen calls: under the claim an
+    earlier `claim` action left unaccepted, else after a claim of its own (`call: all`:
+    every dispatchable one). A business task now in progress."""
+
+
+FinalKind = Literal["completed", "failed", "cancelled", "submission", "reconciliation_required"]
+
+
+class FinishArgs(_ExeAct):
+    """The final receipt of calls the scenario's executor accepted earlier (also after the
+    run ended: a late receipt); `call: all` is every call of the run it accepted."""
+
+    kind: FinalKind = "completed"
+    result: Any = Field(
+        default=None,
+        description="completed, submission, reconciliation_required (default {status: done}"
+        " for the first two, none for the last); an object whose only member is size_bytes "
+        "is generated",
+    )
+    error: dict[str, str] | None = Field(default=None, description="failed (default a "
+                                         "business error)")
+    reason: Annotated[str, Field(min_length=1)] | None = Field(default=None,
+                                                                description="cancelled")
+    receipt_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+    @model_validator(mode="after")
+    def _members_of_kind(self) -> FinishArgs:
+        if self.error is not None and self.kind != "failed":
+            raise ValueError("error: only a failed receipt carries one")
+        if self.reason is not None and self.kind != "cancelled":
+            raise ValueError("reason: only a cancelled receipt carries one")
+        if "result" in self.model_fields_set and self.kind in ("failed", "cancelled"):
+            raise ValueError(f"result: a {self.kind} receipt carries none")
+        return self
+
+    def generated(self) -> Generated | None:
+        if isinstance(self.result, dict) and set(self.result) == {"size_bytes"}:
+            return Generated.model_validate(self.result)
+        return None
+
+
+class ExecuteArgs(_ExeAct):
+    """The chosen calls worked by arck's simulated executor (docs/executor-simulator.md)
+    with `plan`; `call: all` is every dispatchable one."""
+
+    plan: CallPlan = Field(default_factory=CallPlan)
+
+
+class ReleaseArgs(_ExeAct):
+    """The simulated executor sends the final a `late` fault held back."""
+
+
+class DetachArgs(_ExeAct):
+    """The scenario's executor gives up its claim on the chosen call (before or after
+    acceptance)."""
+
+
+class CancelCallArgs(_ExeAct):
+    """A business cancel request for the chosen call (service credential)."""
+
+
+class RestartExecutorArgs(_Data):
+    """The simulated executor's process dies and a new one starts on its journal."""
+
+
 class AppendInputArgs(RunRef):
     """User input appended to an active run (RUN-06): the target's `append_input`."""
 
@@ -193,15 +279,51 @@ class Disconnect(_Data):
     disconnect: RunRef
 
 
+class Claim(_Data):
+    claim: ClaimArgs
+
+
+class Accept(_Data):
+    accept: AcceptArgs
+
+
+class Finish(_Data):
+    finish: FinishArgs
+
+
+class Execute(_Data):
+    execute: ExecuteArgs
+
+
+class Release(_Data):
+    release: ReleaseArgs
+
+
+class RestartExecutor(_Data):
+    restart_executor: RestartExecutorArgs
+
+
+class Detach(_Data):
+    detach: DetachArgs
+
+
+class CancelCall(_Data):
+    cancel_call: CancelCallArgs
+
+
 # Actions that need an optional step of the target (action → its method): a target without
 # it (an adapter's) cannot run the scenario at all (docs/scenarios.md "Steps a target lacks").
 TARGET_STEPS = {"append_input": "append_input", "revoke": "revoke",
-                "disconnect": "drop_event_stream"}
+                "disconnect": "drop_event_stream", "detach": "detach",
+                "cancel_call": "request_tool_cancel"}
 # Actions no target can run yet (action → why): declared, never run. None at present.
 UNSUPPORTED_ACTIONS: dict[str, str] = {}
 _ACTIONS: dict[str, type[_Data]] = {
     "run": Run, "wait": Wait, "advance": Advance, "receipt": Receipt, "cancel": Cancel,
     "append_input": AppendInput, "revoke": Revoke, "disconnect": Disconnect,
+    "claim": Claim, "accept": Accept, "finish": Finish, "execute": Execute,
+    "release": Release, "restart_executor": RestartExecutor, "detach": Detach,
+    "cancel_call": CancelCall,
 }
 ACTION_KINDS = tuple(_ACTIONS)
 
@@ -223,7 +345,15 @@ Action = Annotated[
     | Annotated[Cancel, Tag("cancel")]
     | Annotated[AppendInput, Tag("append_input")]
     | Annotated[Revoke, Tag("revoke")]
-    | Annotated[Disconnect, Tag("disconnect")],
+    | Annotated[Disconnect, Tag("disconnect")]
+    | Annotated[Claim, Tag("claim")]
+    | Annotated[Accept, Tag("accept")]
+    | Annotated[Finish, Tag("finish")]
+    | Annotated[Execute, Tag("execute")]
+    | Annotated[Release, Tag("release")]
+    | Annotated[RestartExecutor, Tag("restart_executor")]
+    | Annotated[Detach, Tag("detach")]
+    | Annotated[CancelCall, Tag("cancel_call")],
     Discriminator(
         _action_kind,
         custom_error_type="action",
@@ -248,6 +378,9 @@ class RunExpectation(_Data):
     end_reason: str | None = None
     tool_call_states: list[str] | None = Field(
         default=None, description="the states of the run's tool calls, in order"
+    )
+    cancel_requested: list[bool] | None = Field(
+        default=None, description="each tool call's `cancel_requested`, in order"
     )
 
 
@@ -286,6 +419,20 @@ class RequestExpectation(_Data):
     billed: bool | None = None
 
 
+class CallEffects(_Data):
+    run: str
+    call: Annotated[int, Field(ge=0)] = Field(description="index in the run's tool calls")
+    count: Count
+
+
+class BusinessExpectation(_Data):
+    """Side effects the simulated executor's business system saw (its `execute` actions
+    only): in all, and per call (by its operation key)."""
+
+    total: Count | None = None
+    calls: list[CallEffects] = Field(default_factory=list)
+
+
 # Rules judged over the whole story (docs/scenarios.md "Expectations"): what a failing
 # stateful check writes when the invariant it broke can be judged from the end of a scenario.
 INVARIANTS = ("extends_unless_compacted", "never_resent", "money_conserved", "runs_settle")
@@ -304,6 +451,12 @@ class Expect(_Data):
     provider_faults_fired: dict[str, Count] = Field(
         default_factory=dict, description="per fault kind listed; kinds left out are not judged"
     )
+    executor_faults_fired: dict[str, Count] = Field(
+        default_factory=dict,
+        description="the simulated executor's fault counts, per kind listed (0 for every "
+        "kind when no execute action ran)",
+    )
+    business_effects: BusinessExpectation | None = None
     append_only: bool | None = Field(
         default=None,
         description="each request of the conversation starts with all of the previous "
@@ -328,6 +481,10 @@ class Expect(_Data):
         if unknown:
             raise ValueError(f"provider_faults_fired: unknown kinds {unknown}; known: "
                              + ", ".join(FAULT_KINDS))
+        unknown = sorted(set(self.executor_faults_fired) - set(EXECUTOR_FAULT_KINDS))
+        if unknown:
+            raise ValueError(f"executor_faults_fired: unknown kinds {unknown}; known: "
+                             + ", ".join(EXECUTOR_FAULT_KINDS))
         return self
 
 
@@ -375,18 +532,26 @@ class Scenario(_Data):
                 if args.tool is not None and args.tool not in tools:
                     raise ValueError(f"actions[{index}].revoke.tool: {args.tool!r} is not one "
                                      f"of the agent's tools ({', '.join(tools)})")
-            elif kind != "advance" and args.run is not None and args.run not in seen:
+            elif isinstance(args, RunRef) and args.run is not None and args.run not in seen:
                 raise ValueError(
                     f"actions[{index}].{kind}.run: {args.run!r} names no earlier run"
                 )
-            elif kind != "advance" and args.run is None and not seen:
+            elif isinstance(args, RunRef) and args.run is None and not seen:
                 raise ValueError(f"actions[{index}].{kind}: no run before it")
+            if isinstance(args, _ExeAct) and not self.agent.tools:
+                raise ValueError(f"actions[{index}].{kind}: the agent has no tools, so no "
+                                 "executor")
         for name in self.expect.runs:
             if name not in seen:
                 raise ValueError(f"expect.runs: {name!r} names no run")
         for i, event in enumerate(self.expect.events):
             if event.run not in seen:
                 raise ValueError(f"expect.events[{i}].run: {event.run!r} names no run")
+        effects = self.expect.business_effects
+        for i, call in enumerate(effects.calls if effects is not None else ()):
+            if call.run not in seen:
+                raise ValueError(f"expect.business_effects.calls[{i}].run: {call.run!r} "
+                                 "names no run")
         return self
 
     def run_names(self) -> dict[int, str]:

@@ -15,14 +15,25 @@ from pydantic import BaseModel
 
 from arck.simulator.control import Control
 from arck.simulator.errors import UsageError
+from arck.simulator.executor import FAULT_KINDS as EXECUTOR_FAULT_KINDS
+from arck.simulator.executor import BusinessSystem, CallOutcome, PlanError, SimulatedExecutor
+from arck.simulator.executor import operation_key as business_key
 from arck.simulator.provider import script_tag
 from arck.simulator.scenario import seeded
 from arck.simulator.scenario.model import (
     TARGET_STEPS,
     UNSUPPORTED_ACTIONS,
+    AcceptArgs,
     AdvanceArgs,
     AppendInputArgs,
+    CancelCallArgs,
+    ClaimArgs,
+    DetachArgs,
+    ExecuteArgs,
+    FinishArgs,
     ReceiptArgs,
+    ReleaseArgs,
+    RestartExecutorArgs,
     RevokeArgs,
     RunArgs,
     RunRef,
@@ -32,7 +43,7 @@ from arck.simulator.scenario.model import (
     action_kind,
 )
 from arck.simulator.scenario.trace import Trace, digest, exchange_record
-from arck.simulator.scenario.verdict import Seen, Verdict, judge
+from arck.simulator.scenario.verdict import Seen, Verdict, judge, member
 from arck.simulator.target import Exchange
 
 __all__ = ["RUNTIME_STEPS", "Outcome", "ScenarioNotApplicable", "run_scenario"]
@@ -103,6 +114,12 @@ class _Driver:
         self.wallet_id: str | None = None
         self.receipts = 0
         self.executor: str | None = None  # the role of the executor answering tool calls
+        self.binding: str | None = None
+        self.claims: dict[str, str] = {}  # call id → the scenario executor's latest claim
+        self.unaccepted: set[str] = set()  # calls claimed by a `claim` action, not accepted
+        self.accepted: dict[str, list[str]] = {}  # run id → calls it accepted, in order
+        self.business = BusinessSystem()
+        self.simulated: SimulatedExecutor | None = None  # made by the first execute action
         self.now0 = control.now()
 
     # -- setup ----------------------------------------------------------------------------
@@ -124,6 +141,7 @@ class _Driver:
             binding = self._setup("create_binding",
                                   self.target.create_binding(f"{self.base}-binding"),
                                   "binding_id")
+            self.binding = binding
             tools = [{**tool.model_dump(), "binding_id": binding} for tool in s.agent.tools]
             body = {"name": f"{self.base}-executor", "bindings": [binding]}
             self.executor = self.target.executor_role(self._setup(
@@ -167,6 +185,7 @@ class _Driver:
         exchanges: list[Exchange] = []
         notes: list[str] = []
         advances: list[float] = []
+        outcomes: list[dict[str, Any]] = []  # what the simulated executor did, per call
         if isinstance(args, RunArgs):
             name = self.scenario.run_names()[index]
             exchange = self.target.create_run(self.sessions[args.session], {"input": args.input})
@@ -180,6 +199,8 @@ class _Driver:
         elif isinstance(args, RevokeArgs):
             tool = args.tool or self.scenario.agent.tools[0].name
             exchanges.append(self.target.revoke(self.agent_id, tool))
+        elif isinstance(args, RestartExecutorArgs):
+            self._restart(index, exchanges, notes, outcomes)
         elif isinstance(args, RunRef):
             name = args.run or self.last_run or ""
             run_id = self.runs.get(name)
@@ -189,6 +210,11 @@ class _Driver:
                 self._wait(index, name, run_id, args, exchanges, advances, notes)
             elif isinstance(args, ReceiptArgs):
                 self._receipt(index, run_id, args, exchanges, notes)
+            elif isinstance(args, ExecuteArgs | ReleaseArgs):
+                self._simulated(index, kind, run_id, args, exchanges, notes, outcomes)
+            elif isinstance(args, ClaimArgs | AcceptArgs | FinishArgs | DetachArgs
+                            | CancelCallArgs):
+                self._executor_step(index, kind, run_id, args, exchanges, notes)
             elif isinstance(args, AppendInputArgs):
                 exchanges.append(self.target.append_input(run_id, args.input))
             elif kind == "cancel":
@@ -199,10 +225,19 @@ class _Driver:
         if expected is not None:
             last = exchanges[-1].status if exchanges else None
             self.verdict.add(f"actions[{index}].{kind}.status", expected, last)
+        for path, value in (getattr(args, "expect_answer", None) or {}).items():
+            answer = _json(exchanges[-1]) if exchanges else None
+            if exchanges and answer is None:
+                answer = exchanges[-1].json_or_none()
+            self.verdict.add(f"actions[{index}].{kind}.answer.{path}", value,
+                             member(answer, path))
+        record: dict[str, Any] = {}
+        if outcomes:
+            record["executor"] = outcomes
         self.trace.add(
             "action", index=index, action=action.model_dump(mode="json", exclude_unset=True),
             exchanges=[exchange_record(e) for e in exchanges], advanced=advances,
-            notes=notes, clock=self.control.now() - self.now0,
+            notes=notes, clock=self.control.now() - self.now0, **record,
         )
 
     def _wait(self, index: int, name: str, run_id: str, args: WaitArgs,
@@ -277,6 +312,159 @@ class _Driver:
             "receipt_id": receipt_id, "claim_id": claim, "kind": "completed",
             "result": result}, role=role))
 
+
+    # -- executor actions (docs/scenarios.md "Actions") ---------------------------------------
+
+    def _calls(self, run_id: str, call: int | str, exchanges: list[Exchange],
+               notes: list[str], all_of: Any) -> list[str]:
+        """The chosen calls' ids: GET the run's tool calls, then `call` (an index) or those
+        `all_of(view)` keeps."""
+        listing = self.target.tool_calls(run_id)
+        exchanges.append(listing)
+        calls = [c for c in (_json(listing) or {}).get("tool_calls") or [] if isinstance(c, dict)]
+        if call == "all":
+            chosen = [c for c in calls if all_of(c)]
+        elif isinstance(call, int) and call < len(calls):
+            chosen = [calls[call]]
+        else:
+            chosen = []
+        if not chosen:
+            notes.append(f"no tool call to act on (call {call!r} of {len(calls)})")
+        return [str(c.get("call_id")) for c in chosen]
+
+    def _claim(self, call_id: str, exchanges: list[Exchange], notes: list[str]) -> str | None:
+        role = self.executor
+        assert role is not None
+        exchanges.append(self.target.heartbeat(role))
+        claimed = self.target.claim(call_id, role)
+        exchanges.append(claimed)
+        claim = (_json(claimed) or {}).get("claim_id")
+        if not isinstance(claim, str):
+            notes.append(f"call {call_id} not claimed ({claimed.status})")
+            return None
+        self.claims[call_id] = claim
+        return claim
+
+    def _executor_step(self, index: int, kind: str, run_id: str, args: Any,
+                       exchanges: list[Exchange], notes: list[str]) -> None:
+        """claim, accept, finish, detach, cancel_call: single requests of the scenario's
+        executor (or, for cancel_call, the service) on the chosen calls."""
+        role = self.executor
+        assert role is not None  # the model refuses these actions for an agent without tools
+        target = self.target
+        mine = self.accepted.setdefault(run_id, [])
+        if kind == "finish":
+            def keep(view: dict[str, Any]) -> bool:
+                return view.get("call_id") in mine
+        elif kind in ("claim", "accept"):
+            def keep(view: dict[str, Any]) -> bool:
+                return view.get("state") == "dispatchable" or (
+                    kind == "accept" and view.get("call_id") in self.unaccepted)
+        else:
+            def keep(view: dict[str, Any]) -> bool:
+                return view.get("call_id") in self.claims
+        for position, call_id in enumerate(self._calls(run_id, args.call, exchanges, notes,
+                                                       keep)):
+            if kind == "cancel_call":
+                exchanges.append(target.request_tool_cancel(call_id))
+                continue
+            if kind == "claim":
+                if self._claim(call_id, exchanges, notes) is not None:
+                    self.unaccepted.add(call_id)
+                continue
+            if kind == "accept":
+                claim = self.claims.get(call_id) if call_id in self.unaccepted else None
+                self.unaccepted.discard(call_id)
+                if claim is None:
+                    claim = self._claim(call_id, exchanges, notes)
+                if claim is None:
+                    continue
+                self.receipts += 1
+                answer = target.submit_receipt(call_id, {
+                    "receipt_id": f"{self.target.info.name_prefix}rc-{self.receipts}-accepted",
+                    "claim_id": claim, "kind": "accepted"}, role=role)
+                exchanges.append(answer)
+                if 200 <= answer.status < 300 and call_id not in mine:
+                    mine.append(call_id)
+                continue
+            claim = self.claims.get(call_id)
+            if claim is None:
+                notes.append(f"call {call_id}: the scenario's executor holds no claim on it")
+                continue
+            if kind == "detach":
+                exchanges.append(target.detach(call_id, claim, role))
+                continue
+            self.receipts += 1
+            body: dict[str, Any] = {
+                "receipt_id": args.receipt_id or f"{self.target.info.name_prefix}rc-"
+                f"{self.receipts}", "claim_id": claim, "kind": args.kind}
+            generated = args.generated()
+            if generated is not None:
+                body["result"] = seeded.generated_result(self.seed, f"{index}:{position}",
+                                                         generated.size_bytes)
+            elif args.kind in ("completed", "submission"):
+                body["result"] = {"status": "done"} if args.result is None else args.result
+            elif args.kind == "reconciliation_required" and args.result is not None:
+                body["result"] = args.result
+            elif args.kind == "failed":
+                body["error"] = args.error or {"code": "business_error",
+                                               "message": "the operation was refused"}
+            elif args.kind == "cancelled" and args.reason is not None:
+                body["reason"] = args.reason
+            exchanges.append(target.submit_receipt(call_id, body, role=role))
+
+    def _simulator(self) -> SimulatedExecutor:
+        if self.simulated is None:
+            assert self.binding is not None
+            self.simulated = SimulatedExecutor.register(
+                self.target, [self.binding], business=self.business,
+                name=f"{self.base}-simulated", seed=self.seed)
+        return self.simulated
+
+    def _record(self, outcome: CallOutcome, exchanges: list[Exchange],
+                outcomes: list[dict[str, Any]]) -> None:
+        for out in (outcome, *outcome.rivals):
+            exchanges.extend(out.exchanges)
+            outcomes.append({
+                "call_id": out.call_id, "executor": out.executor, "process": out.process,
+                "confirmed": out.confirmed, "handler_runs": out.handler_runs,
+                "crashed": out.crashed, "held": out.held, "already_ran": out.already_ran,
+                "fired": out.fired, "refused": out.refused is not None,
+            })
+
+    def _simulated(self, index: int, kind: str, run_id: str, args: Any,
+                   exchanges: list[Exchange], notes: list[str],
+                   outcomes: list[dict[str, Any]]) -> None:
+        """execute and release: arck's simulated executor on the chosen calls."""
+        if kind == "execute":
+            def keep(view: dict[str, Any]) -> bool:
+                return view.get("state") == "dispatchable"
+        else:
+            def keep(view: dict[str, Any]) -> bool:
+                entry = self.simulated.journal.get(str(view.get("call_id"))) \
+                    if self.simulated is not None else None
+                return entry is not None and any(r.held for r in entry.receipts)
+        for call_id in self._calls(run_id, args.call, exchanges, notes, keep):
+            try:
+                executor = self._simulator()
+                outcome = (executor.execute(call_id, args.plan) if kind == "execute"
+                           else executor.release(call_id))
+            except PlanError as why:  # a dead process, or nothing held back
+                notes.append(str(why))
+                self.verdict.add(f"actions[{index}].{kind} {call_id}", "done", str(why),
+                                 held=False)
+                continue
+            self._record(outcome, exchanges, outcomes)
+
+    def _restart(self, index: int, exchanges: list[Exchange], notes: list[str],
+                 outcomes: list[dict[str, Any]]) -> None:
+        if self.simulated is None:
+            notes.append("no simulated executor yet: nothing to restart")
+            return
+        self.simulated = self.simulated.restart()
+        for call_id in sorted(self.simulated.recovered):
+            self._record(self.simulated.recovered[call_id], exchanges, outcomes)
+
     # -- the end --------------------------------------------------------------------------
 
     def finish(self) -> None:
@@ -319,6 +507,22 @@ class _Driver:
                        for name, c in sorted(self.scenario.channels.items(), reverse=True)}
         seen.recorded = provider.recorded()
         self.trace.add("faults", fired=seen.faults)
+        if self.simulated is not None:
+            seen.executor_faults = self.simulated.fault_counts()
+            self.trace.add("executor_faults", fired=seen.executor_faults)
+        else:
+            seen.executor_faults = {kind: 0 for kind in EXECUTOR_FAULT_KINDS}
+        seen.business_total = self.business.total()
+        seen.business_by_call = {
+            str(call.get("call_id")): self.business.count(business_key(str(call.get("call_id"))))
+            for calls in seen.tool_calls.values() for call in calls or ()
+        }
+        if self.business.total():
+            self.trace.add("business", effects=[
+                {"operation_key": e.operation_key, "call_id": e.call_id,
+                 "executor": e.executor, "process": e.process, "confirmed": e.confirmed,
+                 "at": None if e.at is None else e.at - self.now0}
+                for e in self.business.effects()])
         judge(self.scenario.expect, seen, self.verdict)
 
 

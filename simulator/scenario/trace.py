@@ -2,8 +2,8 @@
 
 Every line is canonical JSON (sorted keys, no spaces, UTF-8 as is) of one record with a
 `kind`: `scenario`, `setup`, `action`, `run`, `wallet`, `provider_request`, `faults`,
-`verdict`. Nothing in it comes from the wall clock, the process or hash order: ids come from
-the target, times from the virtual clock.
+`executor_faults`, `business`, `verdict`. Nothing in it comes from the wall clock, the
+process or hash order: ids come from the target, times from the virtual clock.
 """
 
 from __future__ import annotations

@@ -65,6 +65,11 @@ class Seen:
     provider_requests: list[dict[str, Any]] = field(default_factory=list)
     # Channel prices by model: (input, cached_input, output) micro-units per million tokens.
     prices: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # The simulated executor's fault counts (every kind), and its business system's effects:
+    # in all, and by call id.
+    executor_faults: dict[str, int] = field(default_factory=dict)
+    business_total: int = 0
+    business_by_call: dict[str, int] = field(default_factory=dict)
 
 
 def member(data: Any, path: str) -> Any:
@@ -262,6 +267,10 @@ def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
             calls = seen.tool_calls.get(name)
             states = None if calls is None else [c.get("state") for c in calls]
             verdict.add(f"runs.{name}.tool_call_states", run.tool_call_states, states)
+        if run.cancel_requested is not None:
+            calls = seen.tool_calls.get(name)
+            asked = None if calls is None else [c.get("cancel_requested") for c in calls]
+            verdict.add(f"runs.{name}.cancel_requested", run.cancel_requested, asked)
     if expect.charged_total is not None:
         verdict.add("charged_total", expect.charged_total, member(seen.wallet, "charged"))
     if expect.wallet is not None:
@@ -273,6 +282,18 @@ def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:
         verdict.add("requests_seen", expect.requests_seen, seen.requests)
     for kind, count in expect.provider_faults_fired.items():
         verdict.add(f"provider_faults_fired.{kind}", count, seen.faults.get(kind, MISSING))
+    for kind, count in expect.executor_faults_fired.items():
+        verdict.add(f"executor_faults_fired.{kind}", count,
+                    seen.executor_faults.get(kind, MISSING))
+    if expect.business_effects is not None:
+        effects = expect.business_effects
+        if effects.total is not None:
+            verdict.add("business_effects.total", effects.total, seen.business_total)
+        for call in effects.calls:
+            call_id = member(seen.tool_calls.get(call.run), f"{call.call}.call_id")
+            verdict.add(f"business_effects.{call.run}[{call.call}]", call.count,
+                        MISSING if call_id is MISSING
+                        else seen.business_by_call.get(str(call_id), 0))
     if expect.append_only is not None:
         broken = _append_only(seen.recorded)
         verdict.add("append_only", expect.append_only, broken or True,

@@ -95,6 +95,12 @@ expect:
 """
 
 
+TOOLED = BASE.replace("agent: {system_prompt: You help.}", """agent:
+  system_prompt: You help.
+  tools: [{name: lookup, max_result_context_bytes: 1024}, {name: refund,
+           max_result_context_bytes: 1024}]""")
+
+
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("output: 2000000}", "output: -1}",
      "<t>:10: channels.main.prices.output: Input should be greater than or equal to 0"),
@@ -125,6 +131,41 @@ def test_errors_name_the_field_path_and_line(old: str, new: str, message: str) -
         parse_scenario(BASE.replace(old, new), "<t>")
     assert message in str(raised.value)
     assert "Traceback" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("  - wait: {run: r1}", "  - execute: {plan: {faults: [{kind: slow}]}}",
+     "<t>:19: actions[1].execute.plan.faults[0].seconds: Field required"),
+    ("  - wait: {run: r1}", "  - execute: {plan: {faults: [{kind: reorder}]}}",
+     "<t>:19: actions[1].execute.plan: faults: reorder needs progress >= 2"),
+    ("  - wait: {run: r1}", "  - finish: {kind: failed, result: {a: 1}}",
+     "<t>:19: actions[1].finish: result: a failed receipt carries none"),
+    ("  - wait: {run: r1}", "  - finish: {kind: done}", "<t>:19: actions[1].finish.kind: Input "
+                                                        "should be 'completed'"),
+    ("  - wait: {run: r1}", "  - release: {run: r2}",
+     "<t>:19: actions[1].release.run: 'r2' names no earlier run"),
+    ("  - wait: {run: r1}", "  - restart_executor: {run: r1}",
+     "<t>:19: actions[1].restart_executor.run: Extra inputs are not permitted"),
+    ("  - wait: {run: r1}", "  - cancel_call: {expect_answer: 3}",
+     "<t>:19: actions[1].cancel_call.expect_answer: Input should be a valid dictionary"),
+    ("  charged_total: 27", "  charged_total: 27\n  executor_faults_fired: {dupe: 1}",
+     "executor_faults_fired: unknown kinds ['dupe']"),
+    ("  charged_total: 27", "  charged_total: 27\n  business_effects: {calls: [{run: r7, "
+                           "call: 0, count: 1}]}",
+     "<t>:24: expect.business_effects.calls[0].run: 'r7' names no run"),
+])
+def test_executor_action_errors_name_the_field_path_and_line(
+    old: str, new: str, message: str
+) -> None:
+    assert parse_scenario(TOOLED, "<t>").name == "tiny"
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario(TOOLED.replace(old, new), "<t>")
+    assert message in str(raised.value)
+
+
+def test_executor_actions_need_an_agent_with_tools() -> None:
+    with pytest.raises(ScenarioError, match=r"actions\[1\].accept: the agent has no tools"):
+        parse_scenario(BASE.replace("  - wait: {run: r1}", "  - accept: {}"), "<t>")
 
 
 def test_generated_results_have_the_size_and_follow_the_seed() -> None:
@@ -162,7 +203,7 @@ MUTANT_CATCHES = [
     ("large-receipt-never-refused", "never-project", "receipt.stored"),
     ("lost-response-resend-would-bill-twice", "resend-after-lost", "requests_seen"),
     ("slow-answer-past-timeout-keeps-reservation", "resend-after-lost", "requests_seen"),
-    ("cancel-leaves-accepted-tool-batch-dispatchable", "cancel-cancels-tool-calls",
+    ("run-cancel-leaves-accepted-calls-to-their-executor", "cancel-cancels-tool-calls",
      "runs.plan.tool_call_states"),
     ("many-runs-one-wallet-conserve-money", "reservation-never-released", "wallet.reserved"),
     ("many-runs-one-wallet-conserve-money", "cache-billed-as-input", "charged_total"),
@@ -173,6 +214,26 @@ MUTANT_CATCHES = [
     ("revocation-ends-the-run-permission-changed", "plan-after-revocation",
      "runs.flight.tool_call_states"),
     ("dropped-stream-would-cancel-the-run", "disconnect-cancels-run", "runs.r1.end_reason"),
+    # the executor protocol (reference/mutants/executors.py)
+    ("run-cancel-leaves-accepted-calls-to-their-executor", "run-cancel-cancels-business",
+     "runs.plan.cancel_requested"),
+    ("run-cancel-leaves-accepted-calls-to-their-executor", "late-receipt-applied",
+     "actions[4].finish.answer.applied"),
+    ("late-receipt-after-cancel-never-revives-the-run", "late-receipt-applied",
+     "actions[4].release.answer.applied"),
+    ("duplicate-final-would-apply-twice", "duplicate-applied-twice",
+     "actions[2].execute.answer.replayed"),
+    ("same-receipt-id-other-body-refused", "duplicate-applied-twice",
+     "actions[5].finish.answer.replayed"),
+    ("same-receipt-id-other-body-refused", "receipt-id-only", "actions[4].finish.status"),
+    ("second-final-refused", "second-final-accepted", "actions[4].finish.status"),
+    ("detach-after-acceptance-never-redispatched", "detach-redispatches",
+     "actions[3].claim.status"),
+    ("claim-lease-lapses-then-new-claim", "claims-never-lapse", "actions[5].accept.status"),
+    ("acceptance-after-run-end-refused-nothing-runs", "accepted-after-run-end",
+     "actions[4].accept.status"),
+    ("timeout-then-late-completion-blind-retry-would-refund-twice", "two-claims-win",
+     "actions[3].claim.status"),
 ]
 
 
@@ -243,12 +304,6 @@ def test_a_target_without_control_is_not_applicable() -> None:
         built.close()
 
 
-TOOLED = BASE.replace("agent: {system_prompt: You help.}", """agent:
-  system_prompt: You help.
-  tools: [{name: lookup, max_result_context_bytes: 1024}, {name: refund,
-           max_result_context_bytes: 1024}]""")
-
-
 class Without:
     """A target as an adapter may be: every step of `inner` but the ones left out."""
 
@@ -271,7 +326,13 @@ class Without:
     ("revoke: {}", ("revoke",),
      r"actions\[1\].revoke: not supported by this target yet \(target reference has no "
      "revoke step"),
-], ids=["disconnect", "append_input", "revoke"])
+    ("detach: {run: r1}", ("detach",),
+     r"actions\[1\].detach: not supported by this target yet \(target reference has no "
+     "detach step"),
+    ("cancel_call: {run: r1}", ("request_tool_cancel",),
+     r"actions\[1\].cancel_call: not supported by this target yet \(target reference has "
+     "no request_tool_cancel step"),
+], ids=["disconnect", "append_input", "revoke", "detach", "cancel_call"])
 def test_a_step_the_target_lacks_is_not_applicable(
     action: str, left_out: tuple[str, ...], says: str
 ) -> None:
@@ -331,6 +392,62 @@ def test_revoke_takes_the_agents_tool_default_its_first(written: str, tool: str)
                        "body": {"tool_name": tool}, "status": 201}
 
 
+EXECUTOR_FILES = [path for path in FILES
+                  if any(kind in path.read_text("utf-8")
+                         for kind in ("  - execute:", "  - accept:", "  - claim:"))]
+
+
+def test_executor_scenarios_are_at_least_ten_and_replay_identically() -> None:
+    """Every scenario driving an executor gives the same trace twice (the simulated
+    executor's ids, receipt bytes and business effects come from names and the seed)."""
+    assert len(EXECUTOR_FILES) >= 11
+    for path in EXECUTOR_FILES:
+        first, second = run(path, seed=5), run(path, seed=5)
+        assert failed(first) == [], (path.stem, first.trace.lines[-1])
+        assert first.trace.text() == second.trace.text(), path.stem
+
+
+def test_execute_records_the_simulated_executor_and_its_business_effects() -> None:
+    """execute: the simulated executor's requests are the action's exchanges, what it did
+    is under `executor`; the fault counts and business effects are traced at the end."""
+    text = TOOLED.replace("  - text: Done.", """  - tool_calls: [{name: refund}]
+  - text: Done.""").replace("  - wait: {run: r1}", """  - wait: {run: r1}
+  - execute: {plan: {progress: 1, faults: [{kind: duplicate, receipt: progress}]},
+              expect_status: 200, expect_answer: {state: completed}}
+  - wait: {}""").replace("charged_total: 27", """requests_seen: 2
+  executor_faults_fired: {duplicate: 1, late: 0}
+  business_effects: {total: 1, calls: [{run: r1, call: 0, count: 1}]}""")
+    outcome = run(Path("<t>"), text=text)
+    assert failed(outcome) == []
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    [execute] = [line for line in lines if line["kind"] == "action" and line["index"] == 2]
+    paths = [e["request"]["path"].rsplit("/", 1)[-1] for e in execute["exchanges"]]
+    assert paths == ["tool-calls", "claims", "receipts", "receipts", "receipts", "receipts"]
+    kinds = [e["request"]["body"].get("kind") for e in execute["exchanges"][2:]]
+    assert kinds == ["accepted", "progress", "progress", "completed"]
+    assert execute["exchanges"][4]["answer"]["replayed"] is True
+    [did] = execute["executor"]
+    assert (did["handler_runs"], did["fired"], did["confirmed"]) == (1, ["duplicate"], True)
+    [faults] = [line for line in lines if line["kind"] == "executor_faults"]
+    assert faults["fired"]["duplicate"] == 1
+    [business] = [line for line in lines if line["kind"] == "business"]
+    assert [e["confirmed"] for e in business["effects"]] == [True]
+
+
+def test_a_release_with_nothing_held_is_a_finding() -> None:
+    text = TOOLED.replace("  - text: Done.", """  - tool_calls: [{name: refund}]
+  - text: Done.""").replace("  - wait: {run: r1}", """  - wait: {run: r1}
+  - execute: {}
+  - release: {call: all}
+  - release: {}""").replace("charged_total: 27", "requests_seen: 2")
+    outcome = run(Path("<t>"), text=text)
+    [finding] = failed(outcome)
+    assert finding.startswith("actions[4].release tc-")
+    lines = [json.loads(line) for line in outcome.trace.lines]
+    [nothing] = [line for line in lines if line["kind"] == "action" and line["index"] == 3]
+    assert nothing["notes"] == ["no tool call to act on (call 'all' of 1)"]
+
+
 # -- the command line -----------------------------------------------------------------------
 
 
@@ -341,8 +458,14 @@ def scenario_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_cli_trace_is_byte_identical_across_processes_and_hash_seeds(tmp_path: Path) -> None:
-    scenario = SCENARIOS_DIR / "cancel-leaves-accepted-tool-batch-dispatchable.yaml"
+@pytest.mark.parametrize("name", [
+    "run-cancel-leaves-accepted-calls-to-their-executor",
+    "crash-after-storing-final-redelivered-not-rerun",  # the simulated executor, restarted
+])
+def test_cli_trace_is_byte_identical_across_processes_and_hash_seeds(
+    tmp_path: Path, name: str
+) -> None:
+    scenario = SCENARIOS_DIR / f"{name}.yaml"
     traces = []
     for hash_seed in ("1", "2"):
         trace = tmp_path / f"trace-{hash_seed}.jsonl"
