@@ -212,10 +212,14 @@ class Runtime:
     def cancel_run(self, principal: Principal, run_id: str, data: object) -> Run:
         """Ends the run; it cancels no business task: its tool calls stay as they are, and
         their later receipts are kept for audit only (RUN-13, EXE-13, EXE-15)."""
-        self._run(principal, run_id)
+        session_id, _, _ = self._run(principal, run_id)
         _validate(CancelRequest, data)
         with self.store.transaction() as db:
+            active = db.execute("SELECT state FROM runs WHERE id = ?",
+                                (run_id,)).fetchone()[0] != "ended"
             RunStore.end(db, run_id, "cancelled", self.clock.now())
+            if active:
+                _close_open_calls(db, run_id, session_id)
         return self.get_run(principal, run_id)
 
     def append_input(self, principal: Principal, run_id: str, data: object) -> InputAccepted:
@@ -381,3 +385,21 @@ class Runtime:
         if receipt.kind in receipts.PROTECTED:
             figures["protected"] = True
         return content, figures
+
+
+UNANSWERED = {"outcome": "unknown",
+              "reason": "the run was cancelled before this call's result; its business task "
+                        "may still finish"}
+
+
+def _close_open_calls(db: sqlite3.Connection, run_id: str, session_id: str) -> None:
+    """Give each call the cancelled run left open a tool message saying its outcome is
+    unknown: a model request must answer every tool call its history holds, or the next
+    run of the session would be refused by the provider. The call itself is untouched (its
+    executor may still finish; the receipt is kept for audit, EXE-13)."""
+    marks = ", ".join("?" * len(claims.OPEN_STATES))
+    for (tool_call_id,) in db.execute(
+        f"SELECT tool_call_id FROM tool_calls WHERE run_id = ? AND state IN ({marks}) "
+        "ORDER BY seq", (run_id, *claims.OPEN_STATES)).fetchall():
+        append(db, session_id, "execution", {"role": "tool", "tool_call_id": tool_call_id,
+                                             "content": canonical_text(UNANSWERED)})

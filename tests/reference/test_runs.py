@@ -227,3 +227,25 @@ def test_session_keeps_its_version() -> None:
         assert sent.conversation == "old"
 
     one_app(test)
+
+
+def test_a_run_cancelled_with_open_calls_leaves_a_history_the_next_run_can_send() -> None:
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("s", [Step(tool_calls=[ToolCall(name="lookup", arguments={"n": 1}),
+                                                   ToolCall(name="lookup", arguments={"n": 2})]),
+                                  Step(text="Welcome.")])
+        s = await session(client, "s")
+        r = await run(client, s["session_id"], "Find both")
+        assert (await settled(client, clock, r["run_id"]))["state"] == "waiting_tools"
+        await post(client, f"/v1/runs/{r['run_id']}/cancel", {}, 200)
+        r2 = await run(client, s["session_id"], "Thanks")
+        assert (await settled(client, clock, r2["run_id"]))["end_reason"] == "completed"
+        sent = json.loads(provider.recorded()[-1].body)["messages"]
+        answers = [m for m in sent if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in answers] == ["call_000001_0", "call_000001_1"]
+        assert all(json.loads(m["content"])["outcome"] == "unknown" for m in answers)
+        calls = (await client.get(f"/v1/runs/{r['run_id']}/tool-calls")).json()["tool_calls"]
+        assert [c["state"] for c in calls] == ["dispatchable", "dispatchable"]  # untouched
+
+    one_app(test)
