@@ -34,6 +34,7 @@ from arck.reference.runtime.executor_wire import (
     ToolCallCancel,
     ToolCallCancelled,
 )
+from arck.reference.runtime.routes import ok
 from arck.reference.runtime.service import Runtime
 
 __all__ = ["REQUEST_MODELS", "install"]
@@ -51,9 +52,6 @@ def install(
     errors: Callable[..., dict[int | str, dict[str, Any]]],
     body: Callable[[type[BaseModel]], dict[str, Any]],
 ) -> None:
-    def ok(model: BaseModel, status: int = 200) -> JSONResponse:
-        return JSONResponse(model.model_dump(mode="python"), status_code=status)
-
     tags: list[str | Enum] = ["executors"]
 
     @app.post("/v1/executors", status_code=201, response_model=ExecutorRegistered, tags=tags,

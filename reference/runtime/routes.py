@@ -45,6 +45,11 @@ REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 )
 
 
+def ok(model: BaseModel, status: int = 200) -> JSONResponse:
+    """A wire model as the answer (its own JSON, not re-validated by FastAPI)."""
+    return JSONResponse(model.model_dump(mode="python"), status_code=status)
+
+
 def install(
     app: FastAPI,
     runtime: Runtime,
@@ -55,9 +60,6 @@ def install(
     event_stream: stream.EventStream = stream.of_run,
 ) -> None:
     engine = runtime.engine
-
-    def ok(model: BaseModel, status: int = 200) -> JSONResponse:
-        return JSONResponse(model.model_dump(mode="python"), status_code=status)
 
     post_errors = errors(400, 401, 403, 404, 413, 422)
 
