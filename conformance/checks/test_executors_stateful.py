@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from arck.conformance.checking import expect, stateful_check, step
 from arck.conformance.context import CheckContext
@@ -115,8 +115,13 @@ class Floor:
             self._execute(action[1] % len(self.calls), action[2])
         elif kind == "release":
             self._release(action[1])
+        elif kind == "release_nth" and self.held:
+            held = sorted(self.held)
+            self._release(held[action[1] % len(held)])
         elif kind == "cancel":
-            self.w.target.cancel_run(self.calls[action[1] % len(self.calls)][0])
+            run_id, session, _ = self.calls[action[1] % len(self.calls)]
+            self.w.target.cancel_run(run_id)
+            self._ended_state(run_id, session)  # what must hold from now on (EXE-13)
         elif kind == "restart":
             self.executor = self.executor.restart()
             self.outcomes += list(self.executor.recovered.values())
@@ -206,14 +211,22 @@ class Floor:
                 else:
                     first[key] = shown
 
+    def _ended_state(self, run_id: str, session: str) -> str | None:
+        """The run's snapshot and histories once it has ended (the first seen is kept)."""
+        snapshot = self.w.snapshot(run_id)
+        if snapshot.get("state") != "ended":
+            return None
+        state = canonical([snapshot, self.w.history(session, "formal"),
+                           self.w.history(session, "execution")])
+        self.ended.setdefault(run_id, state)
+        return state
+
     def _judge_ended(self) -> None:
         for run_id, session, _ in self.calls:
-            snapshot = self.w.snapshot(run_id)
-            if snapshot.get("state") != "ended":
+            state = self._ended_state(run_id, session)
+            if state is None:
                 continue
-            state = canonical([snapshot, self.w.history(session, "formal"),
-                               self.w.history(session, "execution")])
-            seen = self.ended.setdefault(run_id, state)
+            seen = self.ended[run_id]
             expect(state == seen, "EXE-13", f"run {run_id}, ended, never changed since",
                    f"was {seen[:300]}, now {state[:300]}")
 
@@ -300,11 +313,33 @@ class ExecutorFloor(RuleBasedStateMachine):
         self._step(["call"])
         self._step(["execute", len(floor.calls) - 1, plan])
 
-    @precondition(lambda self: self.floor is not None and bool(self.floor.held))
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
-        assert self.floor is not None
-        self._step(["release", data.draw(st.sampled_from(sorted(self.floor.held)))])
+    @rule(final=st.sampled_from(FINAL_KINDS))
+    def late_final_after_cancel(self, final: str) -> None:
+        """The classic late receipt: a final held back, the run cancelled, then the final."""
+        floor = self.floor
+        assert floor is not None
+        self._step(["call"])
+        index = len(floor.calls) - 1
+        self._step(["execute", index, {"final": final, "progress": 0,
+                                       "faults": [{"kind": "late"}]}])
+        self._step(["cancel", index])
+        self._step(["release", index])
+
+    @rule(final=st.sampled_from(FINAL_KINDS), receipt=st.sampled_from(["accepted", "final"]))
+    def duplicate_delivery(self, final: str, receipt: str) -> None:
+        """A receipt delivered twice, byte-identical: the second must be a replay."""
+        floor = self.floor
+        assert floor is not None
+        self._step(["call"])
+        self._step(["execute", len(floor.calls) - 1, {
+            "final": final, "progress": 1,
+            "faults": [{"kind": "duplicate", "receipt": receipt}]}])
+
+    @rule(nth=st.integers(0, 7))
+    def release(self, nth: int) -> None:
+        """Send the nth held final, if any (no precondition: which finals are held depends on
+        the target, and the rules drawn must not)."""
+        self._step(["release_nth", nth])
 
     @rule(index=st.integers(0, 7))
     def cancel(self, index: int) -> None:
@@ -331,7 +366,7 @@ class ExecutorFloor(RuleBasedStateMachine):
 
 
 @stateful_check("EXE-01", "EXE-08", "EXE-09", "EXE-13", "BUD-16",
-                machine=ExecutorFloor, steps=12, cap=25)
+                machine=ExecutorFloor, steps=12, cap=20)
 def test_executor_protocol_under_faults(ctx: CheckContext, case: Any) -> None:
     """Replays a program of the state machine: the same calls, plans and faults, in order."""
     floor = Floor(ctx)
