@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI
 
 from arck.reference.mutants.base import serve
 from arck.reference.runtime import billing
+from arck.reference.runtime.claims import CallRow
+from arck.reference.runtime.executor_wire import Receipt, ReceiptAnswer
 from arck.reference.runtime.modelcall import Outcome
-from arck.reference.runtime.runstore import RunStore, SessionRow
+from arck.reference.runtime.runstore import SessionRow
+from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.worker import Workers
 
 
@@ -57,27 +61,20 @@ def estimate_billed() -> FastAPI:
     return serve(workers_class=EstimateBilledWorkers)
 
 
-class _EstimateScaledBudgets(RunStore):
-    """A tool's byte budget converted through the session's calibration: budget × raw / real,
-    as if bytes were tokens the coefficient corrects."""
+class EstimateBudgetRuntime(Runtime):
+    """A tool's byte budget converted through the session's calibration: budget × raw /
+    real, as if bytes were tokens the coefficient corrects."""
 
-    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
-        found = super().tool_call(tenant, call_id)
-        if found is None:
-            return None
-        run_id, session_id, tool_call_id, budget, state = found
-        rows = self.store.read("SELECT last_raw, last_real FROM sessions WHERE id = ?",
-                               (session_id,))
-        raw, real = rows[0] if rows else (None, None)
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        row = db.execute("SELECT last_raw, last_real FROM sessions WHERE id = ?",
+                         (call.session_id,)).fetchone()
+        raw, real = row if row else (None, None)
         if raw and real:
-            budget = min(max(budget * raw // real, 1024), 32_768)
-        return run_id, session_id, tool_call_id, budget, state
-
-
-class EstimateBudgetWorkers(Workers):
-    def __init__(self, store: Any, runs: RunStore, *args: Any, **kwargs: Any) -> None:
-        super().__init__(store, _EstimateScaledBudgets(store), *args, **kwargs)
+            budget = min(max(call.budget * raw // real, 1024), 32_768)
+            call = dataclasses.replace(call, budget=budget)
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
 def estimate_budget() -> FastAPI:
-    return serve(workers_class=EstimateBudgetWorkers)
+    return serve(runtime_class=EstimateBudgetRuntime)

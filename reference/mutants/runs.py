@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from fractions import Fraction
 from typing import Any
 
@@ -16,7 +17,9 @@ from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
+from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.compactor import Compactor, Target
+from arck.reference.runtime.executor_wire import Receipt, ReceiptAnswer
 from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.runstore import RunStore, SessionRow
 from arck.reference.runtime.service import Runtime
@@ -211,16 +214,14 @@ class _TenantBlindRuns(RunStore):
         return super().run(rows[0][0], run_id) if rows else None
 
 
-class _HalfBudgetRuns(RunStore):
+class HalfBudgetRuntime(Runtime):
     """Runs project tool results at half the tool's budget; dry-runs still use all of it
     (DRY-03: the preview is what a run stores)."""
 
-    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
-        found = super().tool_call(tenant, call_id)
-        if found is None:
-            return None
-        run_id, session_id, tool_call_id, budget, state = found
-        return run_id, session_id, tool_call_id, max(budget // 2, 1), state
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        call = dataclasses.replace(call, budget=max(call.budget // 2, 1))
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
 def _with_runs(store_class: type[RunStore]) -> type[Workers]:
@@ -288,7 +289,7 @@ def tenant_blind_runs() -> FastAPI:
 
 
 def half_budget_in_runs() -> FastAPI:
-    return serve(workers_class=_with_runs(_HalfBudgetRuns))
+    return serve(runtime_class=HalfBudgetRuntime)
 
 
 def never_compacts() -> FastAPI:
