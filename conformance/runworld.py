@@ -27,7 +27,8 @@ from arck.simulator.provider import (
 )
 from arck.simulator.target import Exchange, ExecutorTarget, RuntimeTarget
 
-__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical", "world"]
+__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical",
+           "contains_equal", "world"]
 
 SETTLED = frozenset({"ended", "waiting_tools"})
 TOOL = "arck_sample"  # a model-callable name: OpenAI function names allow no dots
@@ -197,6 +198,13 @@ class RunWorld:
                         "send a completed receipt")
         return snapshot
 
+    def answer_all(self, run_id: str, result: Any, rounds: int = 20,
+                   receipt: Callable[[int], str] | None = None) -> dict[str, Any]:
+        """`drive` with the same `result` for every call; receipt ids `arck-r-<run>-<n>`
+        unless `receipt` names them (a check whose forgery must name real ids)."""
+        return self.drive(run_id, lambda n: result,
+                          receipt or (lambda n: f"arck-r-{run_id}-{n}"), rounds)
+
     # -- executing tool calls (docs/executors.md) ------------------------------------------
 
     def executor(self) -> str:
@@ -345,6 +353,22 @@ def canonical(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 as is: how two messages are compared for equality
     (NaN allowed, so a hostile body is shown rather than crashing the comparison)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def contains_equal(item: Any, value: Any) -> bool:
+    """`item` holds `value` somewhere inside, canonically equal (a receipt's shape in a
+    history is the target's own, so only the value is looked for)."""
+    want = canonical(value)
+    stack = [item]
+    while stack:
+        found = stack.pop()
+        if canonical(found) == want:
+            return True
+        if isinstance(found, dict):
+            stack.extend(found.values())
+        elif isinstance(found, list):
+            stack.extend(found)
+    return False
 
 
 def messages(request: RecordedRequest) -> list[Any]:

@@ -8,7 +8,6 @@ arck's arithmetic. A target without RUN-15 events makes these checks not applica
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from fractions import Fraction
@@ -189,7 +188,7 @@ def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) 
     for kind, size in case:
         text = "tell me more " * (size // 13 if kind == "text" else 1)
         run = w.start(session, text)
-        _answer_tools(w, run["run_id"], {"status": "ok", "rows": "r" * size})
+        w.answer_all(run["run_id"], {"status": "ok", "rows": "r" * size}, rounds=10)
         events = w.events(run["run_id"])
         started = [e.get("data", {}) for e in events if e.get("type") == "model_call.started"]
         if not started and w.snapshot(run["run_id"]).get("end_reason") != \
@@ -203,14 +202,6 @@ def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) 
     _judge_thresholds_and_spacing(main, _sent_by_call(w, main), ctx.profile == "reference")
     _judge_prefix(w, agent, main)
     _judge_summary_money(w, spec, wallet, summaries, main, ctx.profile == "reference")
-
-
-def _same(value: Any, _n: int) -> Any:
-    return value
-
-
-def _answer_tools(w: RunWorld, run_id: str, result: Any) -> None:
-    w.drive(run_id, lambda n: result, lambda n: f"arck-{run_id}-{n}", rounds=10)
 
 
 def _decision(figures: dict[str, Any]) -> tuple[str, int | None, int | None]:
@@ -398,14 +389,14 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
                   Step(text="noted")] if kind == "tool" else [Step(text="ok")]
     agent = w.agent(steps, channel=w.channel(SMALL), budget=4096, summary_channel=summary)
     session = w.session(agent, w.wallet(FUNDS))
-    receipts = iter(range(1, 1_000))
+    receipts = iter(range(1, 1_000))  # the ids FORGED_IDS names: the forgery must hit them
     run_ids = []
     for kind, size in turns:
         run = w.start(session, "tell me more " * (size // 13 if kind == "text" else 1))
         run_ids.append(run["run_id"])
         result: dict[str, Any] = {"status": "ok", "rows": "r" * size}
-        w.drive(run["run_id"], functools.partial(_same, result),
-                lambda n: f"arck-receipt-{next(receipts)}", rounds=5)
+        w.answer_all(run["run_id"], result, rounds=5,
+                     receipt=lambda n: f"arck-receipt-{next(receipts)}")
         if w.snapshot(run["run_id"]).get("end_reason") == "context_uncompactable":
             break
     asked = [r for r in w.provider.records() if r.conversation == f"model:{summary.spec.model}"]

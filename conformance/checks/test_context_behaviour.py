@@ -23,7 +23,6 @@ estimate on this check's texts is off by at most 2.2 ×). Hence two judgements:
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from typing import Any
@@ -49,14 +48,6 @@ TURNS = st.lists(st.one_of(
 # Past the window several times at each drift: both judgements have something to judge.
 EXAMPLES = tuple((drift, [("tool", 3_000)] * 6 + [("text", 3_000)] * 4)
                  for drift in (0.5, 3.0))
-
-
-def _same(value: Any, _n: int) -> Any:
-    return value
-
-
-def _receipt(run_id: str, n: int) -> str:
-    return f"arck-{run_id}-{n}"
 
 
 def _appended(old: list[Any], new: list[Any]) -> int:
@@ -101,8 +92,7 @@ def test_compaction_follows_reported_tokens(ctx: CheckContext, case: Any) -> Non
         text = "tell me more " * (size // 13 if kind == "text" else 1)
         run_id = str(w.start(session, text).get("run_id"))
         result = {"status": "ok", "rows": "r" * size}
-        w.drive(run_id, functools.partial(_same, result), functools.partial(_receipt, run_id),
-                rounds=10)
+        w.answer_all(run_id, result, rounds=10)
         if w.snapshot(run_id).get("end_reason") == "context_uncompactable":
             break
     _judge(w, agent.script, drift)

@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from arck.conformance.checking import expect, stateful_check, step
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import SETTLED, TOOL, RunWorld, canonical, world
+from arck.conformance.runworld import SETTLED, TOOL, RunWorld, canonical, contains_equal, world
 from arck.simulator.executor import (
     CallOutcome,
     ExecutorDead,
@@ -245,7 +245,7 @@ class Floor:
                 if session is None or result is None:
                     continue
                 formal = self.w.history(session, "formal")
-                expect(_holds(formal, result), "BUD-16",
+                expect(contains_equal(formal, result), "BUD-16",
                        f"the {delivery.kind} result of {outcome.call_id} in the formal "
                        "history, canonically equal", canonical(formal)[:400])
 
@@ -262,20 +262,6 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def _holds(items: Any, value: Any) -> bool:
-    want = canonical(value)
-    stack = [items]
-    while stack:
-        item = stack.pop()
-        if canonical(item) == want:
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 class ExecutorFloor(RuleBasedStateMachine):

@@ -15,7 +15,7 @@ from arck.conformance import oracle, runoracle
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotTestable
-from arck.conformance.runworld import TOOL, RunWorld, canonical, messages, world
+from arck.conformance.runworld import TOOL, RunWorld, canonical, contains_equal, messages, world
 from arck.simulator.provider import (
     Fault,
     LostResponse,
@@ -35,12 +35,6 @@ END_REASONS = ("completed", "input_required", "approval_required", "cancelled",
                "cost_pending_reconciliation", "context_uncompactable")
 WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
                 max_size=40)
-
-
-def _drive(w: RunWorld, run_id: str, result: Any = None) -> dict[str, Any]:
-    """Settle a run, answering every tool call it waits for with `result`, to its end."""
-    value = {"ok": True} if result is None else result
-    return w.drive(run_id, lambda n: value, lambda n: f"arck-r-{run_id}-{n}")
 
 
 @check("RUN-01", "BIL-02")
@@ -90,7 +84,7 @@ def test_requests_only_append(ctx: CheckContext, case: Any) -> None:
     session = w.session(agent, w.wallet(FUNDS))
     for text, _kind, size in case:
         run = w.start(session, text)
-        _drive(w, run["run_id"], {"status": "ok", "data": "x" * size})
+        w.answer_all(run["run_id"], {"status": "ok", "data": "x" * size})
     sent = [messages(r) for r in w.requests(agent)]
     expect(bool(sent) and bool(sent[0]) and sent[0][0].get("role") == "system" and
            sent[0][0].get("content") == agent.system_prompt, "DEF-05",
@@ -168,7 +162,7 @@ def test_receipt_enters_once_projected_and_stays(ctx: CheckContext, case: Any) -
            "the same tool message, byte for byte, in every later request (projected once)",
            lambda: " / ".join(canonical(t[0])[:120] for t in entered))
     formal = [i for i in w.history(session, "formal") if _holds(i, "arck-big")]
-    expect(bool(formal) and any(_contains_equal(i, result) for i in formal), ("BUD-16",
+    expect(bool(formal) and any(contains_equal(i, result) for i in formal), ("BUD-16",
            "RUN-07"), "the full receipt in the formal history, canonically equal",
            lambda: canonical(formal)[:300])
 
@@ -229,21 +223,6 @@ def _same_json(text: str, value: Any) -> bool:
 
 def _holds(item: Any, needle: str) -> bool:
     return needle in canonical(item)
-
-
-def _contains_equal(item: Any, result: Any) -> bool:
-    """The item holds `result` as a value somewhere (the receipt's shape is the target's)."""
-    want = canonical(result)
-    stack = [item]
-    while stack:
-        value = stack.pop()
-        if canonical(value) == want:
-            return True
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return False
 
 
 FAULTS: dict[str, Fault] = {
@@ -322,7 +301,7 @@ def test_every_run_ends_with_a_reason(ctx: CheckContext, case: Any) -> None:
         if exchange.status == 409:
             break
         run = w.ok(exchange, "create a run")
-        snapshot = _drive(w, run["run_id"])
+        snapshot = w.answer_all(run["run_id"], {"ok": True})
         reason = snapshot.get("end_reason")
         expect(snapshot.get("state") == "ended" and isinstance(reason, str) and bool(reason),
                "RUN-11", "the run ended with its reason recorded, with no timer left to wait on",
@@ -395,7 +374,7 @@ def test_dry_run_previews_what_a_run_stores(ctx: CheckContext, case: Any) -> Non
         raise CheckFailure("DRY-01", "a context_preview with its result", str(preview)[:300])
     session = w.session(agent, w.wallet(FUNDS))
     run = w.start(session, "Look it up")
-    _drive(w, run["run_id"], result)
+    w.answer_all(run["run_id"], result)
     stored = [m.get("content") for r in w.requests(agent) for m in messages(r)
               if m.get("role") == "tool"]
     expect(bool(stored) and _json(stored[0]) is not None and

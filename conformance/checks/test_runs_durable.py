@@ -71,6 +71,17 @@ def _kept(w: RunWorld, run_id: str, session: str, point: str) -> None:
            f"before {calls}, after {now}")
 
 
+def _cut_calls(w: RunWorld, agent: Agent, run_id: str, session: str, call: int,
+               times: int) -> int:
+    """Restart up to `times` times while model call `call` is in flight: how many did."""
+    point = POINTS[0] if call == 1 else POINTS[2]
+    for done in range(times):
+        if not _in_flight(w, agent, call):
+            return done
+        _kept(w, run_id, session, point)
+    return times
+
+
 @property_check("RUN-02", cases=st.lists(st.sampled_from(POINTS), min_size=1, max_size=4),
                 examples=(list(POINTS), [POINTS[0], POINTS[0]], [POINTS[1]]), cap=15)
 def test_a_run_survives_restarts(ctx: CheckContext, case: Any) -> None:
@@ -90,12 +101,8 @@ def test_a_run_survives_restarts(ctx: CheckContext, case: Any) -> None:
     session = w.session(agent, wallet)
     text = "Look it up, then answer"
     run_id = str(w.start(session, text).get("run_id"))
-    cut = done = 0  # restarts that cut a call in flight; all restarts
-    for _ in range(points[POINTS[0]]):
-        if not _in_flight(w, agent, 1):
-            break
-        _kept(w, run_id, session, POINTS[0])
-        cut, done = cut + 1, done + 1
+    cut = _cut_calls(w, agent, run_id, session, 1, points[POINTS[0]])
+    done = cut  # all restarts; `cut`, those that cut a call in flight
     snapshot, _ = w.settle(run_id)
     if snapshot.get("state") == "waiting_tools":
         for _ in range(points[POINTS[1]]):
@@ -106,11 +113,8 @@ def test_a_run_survives_restarts(ctx: CheckContext, case: Any) -> None:
                lambda: canonical(w.tool_calls(run_id))[:400])
         w.ok(w.answer(str(pending[0].get("call_id")), {"found": "arck-found"},
                       f"arck-r-{run_id}-1"), "send a completed receipt")
-        for _ in range(points[POINTS[2]]):
-            if not _in_flight(w, agent, 2):
-                break
-            _kept(w, run_id, session, POINTS[2])
-            cut, done = cut + 1, done + 1
+        second = _cut_calls(w, agent, run_id, session, 2, points[POINTS[2]])
+        cut, done = cut + second, done + second
         snapshot, _ = w.settle(run_id)
     elif snapshot.get("state") != "ended":
         raise CheckFailure("RUN-02", "the run taken over after the restart and settled",

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from arck.simulator.errors import UsageError
+from arck.simulator.errors import UsageError, fault_path
 
 __all__ = [
     "FAULT_KINDS",
@@ -215,17 +215,7 @@ def make_plan(data: CallPlan | Mapping[str, Any] | None = None, **members: Any) 
         base = data.model_dump() if isinstance(data, CallPlan) else dict(data or {})
         return CallPlan.model_validate({**base, **members})
     except ValidationError as exc:
-        lines = [f"{_where(error['loc'])}: {error['msg']}" for error in exc.errors()]
+        lines = [f"{fault_path(error['loc'], '(plan)')}: {error['msg']}"
+                 for error in exc.errors()]
         raise PlanError("call plan: " + "; ".join(lines)) from None
 
-
-def _where(location: Sequence[int | str]) -> str:
-    spelled = ""
-    for index, part in enumerate(location):
-        if isinstance(part, int):
-            spelled += f"[{part}]"
-        elif index >= 2 and location[index - 2] == "faults":
-            continue  # the union's branch name (the fault's kind), not a field
-        else:
-            spelled += ("." if spelled else "") + part
-    return spelled or "(plan)"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from arck.simulator.errors import UsageError
+from arck.simulator.errors import UsageError, fault_path
 
 __all__ = [
     "ERROR_FAULTS",
@@ -215,20 +215,10 @@ def make_script(name: str, steps: Iterable[Step | Mapping[str, Any]]) -> Script:
     try:
         return Script.model_validate({"name": name, "steps": list(steps)})
     except ValidationError as exc:
-        lines = [f"{_where(error['loc'])}: {error['msg']}" for error in exc.errors()]
+        lines = [f"{fault_path(error['loc'], '(script)')}: {error['msg']}"
+                 for error in exc.errors()]
         raise ScriptError(f"script {name!r}: " + "; ".join(lines)) from None
 
-
-def _where(location: Sequence[int | str]) -> str:
-    spelled = ""
-    for index, part in enumerate(location):
-        if isinstance(part, int):
-            spelled += f"[{part}]"
-        elif index >= 2 and location[index - 2] == "faults":
-            continue  # the fault union's branch name (its kind), not a field
-        else:
-            spelled += ("." if spelled else "") + part
-    return spelled or "(script)"
 
 
 def script_tag(name: str) -> str:
