@@ -16,6 +16,7 @@ from hypothesis import settings
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.simulator.target import Exchange, Target
 
+TOOL_DESCRIPTION = "arck conformance sample tool"
 TOOL_NAME = "arck.sample"
 OPEN_SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -72,7 +73,7 @@ class CheckContext:
     def tool(self, budget: int | None, schema: dict[str, Any] | None = None) -> dict[str, Any]:
         tool: dict[str, Any] = {
             "name": TOOL_NAME,
-            "description": "arck conformance sample tool",
+            "description": TOOL_DESCRIPTION,
             "binding_id": self.binding_id(),
             "input_schema": schema or OPEN_SCHEMA,
             "output_schema": OPEN_SCHEMA,

@@ -18,6 +18,7 @@ from typing import Any
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.simulator.control import Control
+from arck.simulator.executor.rules import contains_equal
 from arck.simulator.provider import (
     RecordedRequest,
     SimulatedProvider,
@@ -27,10 +28,11 @@ from arck.simulator.provider import (
 )
 from arck.simulator.target import Exchange, ExecutorTarget, RuntimeTarget
 
-__all__ = ["SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical",
+__all__ = ["PROMPT", "SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical",
            "contains_equal", "world"]
 
 SETTLED = frozenset({"ended", "waiting_tools"})
+PROMPT = "You are an arck conformance agent."  # then the script's tag
 TOOL = "arck_sample"  # a model-callable name: OpenAI function names allow no dots
 MAX_WAIT_STEPS = 200  # timers a wait may pass before the run counts as never settling
 
@@ -122,7 +124,7 @@ class RunWorld:
         self.provider.add_script(script, list(steps))
         tool = {**self.ctx.tool(budget, schema), "name": TOOL}
         tool_set = self.target.publish_tool_set({"name": self.ctx.name("tools"), "tools": [tool]})
-        prompt = f"You are an arck conformance agent. {script_tag(script)}"
+        prompt = f"{PROMPT} {script_tag(script)}"
         body: dict[str, Any] = {
             "tool_set_id": self._id(tool_set, "tool_set_id", "publish a tool set"),
             "system_prompt": prompt, "channel_id": channel.channel_id,
@@ -353,22 +355,6 @@ def canonical(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 as is: how two messages are compared for equality
     (NaN allowed, so a hostile body is shown rather than crashing the comparison)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def contains_equal(item: Any, value: Any) -> bool:
-    """`item` holds `value` somewhere inside, canonically equal (a receipt's shape in a
-    history is the target's own, so only the value is looked for)."""
-    want = canonical(value)
-    stack = [item]
-    while stack:
-        found = stack.pop()
-        if canonical(found) == want:
-            return True
-        if isinstance(found, dict):
-            stack.extend(found.values())
-        elif isinstance(found, list):
-            stack.extend(found)
-    return False
 
 
 def messages(request: RecordedRequest) -> list[Any]:

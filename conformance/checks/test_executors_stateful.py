@@ -19,27 +19,43 @@ The program (`{"plan", "actions"}`) is the failure's example, replayed by `arck 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from arck.conformance.checking import expect, stateful_check, step
-from arck.conformance.context import CheckContext
-from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import SETTLED, TOOL, RunWorld, canonical, contains_equal, world
+from arck.conformance.context import TOOL_DESCRIPTION, CheckContext
+from arck.conformance.errors import CheckFailure, NotTestable
+from arck.conformance.runworld import (
+    PROMPT,
+    SETTLED,
+    TOOL,
+    ChannelSpec,
+    RunWorld,
+    canonical,
+    world,
+)
 from arck.simulator.executor import (
     CallOutcome,
-    ExecutorDead,
+    CallPlan,
     PlanError,
     SimulatedExecutor,
     StepRefused,
     make_plan,
 )
+from arck.simulator.executor.rules import (
+    claims_on_held_calls,
+    finals_not_in_history,
+    receipt_ids_changed,
+)
 from arck.simulator.provider import Step, ToolCall
+from arck.simulator.scenario.loader import written_scenario
 
 FUNDS = 10**12
+ASK = Step(tool_calls=[ToolCall(name=TOOL, arguments={"q": "rows"})])
+SCRIPT_STEPS = 100  # model calls a program of 12 steps cannot exceed
+WRITABLE = ("call", "execute", "release", "cancel", "restart", "advance")  # resolved kinds
 FINAL_KINDS = ("completed", "failed", "cancelled", "submission", "reconciliation_required")
 ENDING = ("crash_after_effect", "crash_after_store", "detach_before", "detach_after")
 FAULT = st.one_of(
@@ -69,9 +85,11 @@ FAULTY_PLANS = st.builds(
 )
 
 
-def _plan(raw: dict[str, Any]) -> Any:
-    """The plan as the executor takes it, or None when its faults cannot go together."""
-    faults = [f for f in raw["faults"] if f["kind"] != "reorder" or raw["progress"] >= 2]
+def _plan(raw: dict[str, Any]) -> CallPlan | None:
+    """The plan as the executor takes it, or None when its faults cannot go together (a
+    resolved program's plans, defaults left out, come through unchanged)."""
+    progress = raw.get("progress", 0)
+    faults = [f for f in raw.get("faults", ()) if f["kind"] != "reorder" or progress >= 2]
     if sum(f["kind"] in ENDING for f in faults) > 1:
         faults = [f for f in faults if f["kind"] not in ENDING][:1] + \
                  [f for f in faults if f["kind"] in ENDING][:1]
@@ -82,17 +100,22 @@ def _plan(raw: dict[str, Any]) -> Any:
 
 
 class Floor:
-    """Runs waiting for tool calls and one executor (restarted as a process would be)."""
+    """Runs waiting for tool calls and one executor (restarted as a process would be), shaped
+    as a scenario is: one agent whose every model answer asks for one tool call, one wallet,
+    a session per run. So a worked call's run asks again and goes on (its re-claims meet a
+    live run), the order in which runs take the script's steps does not matter, and a
+    failing program is written as a scenario that does what the check did."""
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx
         self.w: RunWorld = world(ctx)
         self.actions: list[list[Any]] = []
-        self.calls: list[tuple[str, str, str]] = []  # (run, session, call)
-        self.outcomes: list[CallOutcome] = []
+        self.calls: list[tuple[str, str, str]] = []  # (run, session, its first call)
+        self.outcomes: list[CallOutcome] = []  # in the order worked, rivals and recoveries too
         self.held: dict[int, CallOutcome] = {}  # call index → outcome with a held final
-        self.granted: set[str] = set()  # calls some executor holds (a confirmed claim)
         self.ended: dict[str, str] = {}  # run → its state when first seen ended
+        self.agent = self.w.agent([ASK] * SCRIPT_STEPS)
+        self.wallet = self.w.wallet(FUNDS)
         target = self.w.executors()
         try:
             self.executor = SimulatedExecutor.register(
@@ -106,71 +129,79 @@ class Floor:
 
     # -- actions ---------------------------------------------------------------------------
 
-    def act(self, action: list[Any]) -> None:
+    def resolve(self, action: list[Any]) -> list[Any] | None:
+        """The action as it will be done, in the program's terms: the call it works by its
+        index, the plan as the executor takes it, the held final it releases; None when it
+        would do nothing. Rules draw without looking at the target (hypothesis needs the
+        same draws whatever it answers); the program records what was done."""
+        kind = action[0]
+        if kind in ("execute", "cancel") and not self.calls:
+            return None
+        if kind == "execute":
+            index = action[1] % len(self.calls)
+            plan = _plan(action[2])
+            if plan is None or self.calls[index][2] == "none":
+                return None
+            return ["execute", index, plan.model_dump(mode="json", exclude_none=True)]
+        if kind == "cancel":
+            return ["cancel", action[1] % len(self.calls)]
+        if kind == "release_nth":
+            held = sorted(self.held)
+            return ["release", held[action[1] % len(held)]] if held else None
+        if kind == "release":
+            return action if action[1] in self.held else None
+        return action
+
+    def act(self, drawn: list[Any]) -> None:
+        action = self.resolve(drawn)
+        if action is None:
+            return
         self.actions.append(action)
         kind = action[0]
         if kind == "call":
             self.calls.append(self._waiting(len(self.calls)))
         elif kind == "execute":
-            self._execute(action[1] % len(self.calls), action[2])
+            self._execute(action[1], action[2])
         elif kind == "release":
             self._release(action[1])
-        elif kind == "release_nth" and self.held:
-            held = sorted(self.held)
-            self._release(held[action[1] % len(held)])
         elif kind == "cancel":
-            run_id, session, _ = self.calls[action[1] % len(self.calls)]
+            run_id, session, _ = self.calls[action[1]]
             self.w.target.cancel_run(run_id)
             self._ended_state(run_id, session)  # what must hold from now on (EXE-13)
         elif kind == "restart":
-            self.executor = self.executor.restart()
-            self.outcomes += list(self.executor.recovered.values())
+            self._restart()
         elif kind == "advance":
             self.w.control.advance(action[1])
 
     def _waiting(self, n: int) -> tuple[str, str, str]:
-        agent = self.w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"n": n})]),
-                              Step(text=f"done {n}")])
-        session = self.w.session(agent, self.w.wallet(FUNDS))
-        run_id = str(self.w.start(session, f"Use the tool ({n})").get("run_id"))
+        session = self.w.session(self.agent, self.wallet)
+        run_id = str(self.w.start(session, _input(n)).get("run_id"))
         self.w.settle(run_id)
         calls = self.w.tool_calls(run_id)
         call_id = str(calls[0].get("call_id")) if calls else "none"
         return run_id, session, call_id
 
-    def _execute(self, index: int, raw: dict[str, Any]) -> None:
-        plan = _plan(raw)
+    def _restart(self) -> None:
+        self.executor = self.executor.restart()
+        self.outcomes += list(self.executor.recovered.values())
+
+    def _execute(self, index: int, plan: dict[str, Any]) -> None:
         run_id, _, call_id = self.calls[index]
-        if plan is None or call_id == "none":
-            return
-        if not self.executor.alive:
-            self.executor = self.executor.restart()
-            self.outcomes += list(self.executor.recovered.values())
-        held_before = call_id in self.granted
-        try:
-            outcome = self.executor.execute(call_id, plan)
-        except ExecutorDead:
-            return
+        if not self.executor.alive:  # as its supervisor would (and a scenario's runner does)
+            self._restart()
+        outcome = self.executor.execute(call_id, plan)
         self.outcomes += [outcome, *outcome.rivals]
-        won = [c for c in outcome.claims if 200 <= c.status < 300]
-        expect(not (held_before and won), "EXE-01", f"no claim granted on call {call_id}, "
-               "which an executor already holds with its acceptance confirmed",
-               outcome.describe)
-        if outcome.confirmed and outcome.detach is None:
-            self.granted.add(call_id)
         if outcome.held:
             self.held[index] = outcome
         self.w.settle(run_id)
 
     def _release(self, index: int) -> None:
-        if index not in self.held:
-            return
         outcome = self.held.pop(index)
         if not self.executor.alive:
-            self.executor = self.executor.restart()
+            self._restart()
         try:
             self.outcomes.append(self.executor.release(outcome.call_id))
-        except ExecutorDead:
+        except PlanError:  # the restart's recovery sent it already
             return
 
     # -- invariants ------------------------------------------------------------------------
@@ -181,35 +212,22 @@ class Floor:
                "no operation done twice in the business system",
                lambda: f"done more than once: {business.repeated()}; "
                        f"{self._describe(business.repeated())}")
-        self._judge_receipt_ids()
+        broken = claims_on_held_calls(self.outcomes)
+        expect(not broken, "EXE-01", "no claim granted on a call an executor already holds "
+               "with its acceptance confirmed", lambda: "\n".join(broken)[:1500])
+        broken = receipt_ids_changed(self.outcomes)
+        expect(not broken, ("EXE-08", "EXE-09"), "every receipt id answered as it was the "
+               "first time, a repeat as replayed: true", lambda: "\n".join(broken)[:1500])
         self._judge_ended()
-        self._judge_applied()
+        sessions = {call: session for _, session, call in self.calls}
+        broken = finals_not_in_history(
+            self.outcomes, lambda call: self.w.history(sessions[call], "formal")
+            if call in sessions else None)
+        expect(not broken, "BUD-16", "every final result the platform applied in the formal "
+               "history, canonically equal", lambda: "\n".join(broken)[:1500])
 
     def _describe(self, keys: Any) -> str:
         return "\n".join(o.describe() for o in self.outcomes if o.operation_key in keys)[:1500]
-
-    def _judge_receipt_ids(self) -> None:
-        first: dict[tuple[str, str], Any] = {}
-        for outcome in self.outcomes:
-            for delivery in outcome.deliveries:
-                exchange = delivery.exchange
-                if delivery.lost or not 200 <= exchange.status < 300:
-                    continue
-                answer = delivery.answer()
-                shown = {k: v for k, v in answer.items() if k != "replayed"} \
-                    if isinstance(answer, dict) else answer
-                key = (outcome.call_id, delivery.receipt_id)
-                if key in first:
-                    was = canonical(first[key])
-                    expect(canonical(shown) == was, ("EXE-08", "EXE-09"),
-                           f"receipt {delivery.receipt_id} answered as it was the first time",
-                           f"first {was[:200]}, now {exchange.describe()}")
-                    if isinstance(answer, dict) and "replayed" in answer:
-                        expect(answer.get("replayed") is True, "EXE-08",
-                               f"the repeated receipt {delivery.receipt_id} answered "
-                               "replayed: true", exchange.describe)
-                else:
-                    first[key] = shown
 
     def _ended_state(self, run_id: str, session: str) -> str | None:
         """The run's snapshot and histories once it has ended (the first seen is kept)."""
@@ -230,25 +248,6 @@ class Floor:
             expect(state == seen, "EXE-13", f"run {run_id}, ended, never changed since",
                    f"was {seen[:300]}, now {state[:300]}")
 
-    def _judge_applied(self) -> None:
-        sessions = {call: session for _, session, call in self.calls}
-        for outcome in self.outcomes:
-            for delivery in outcome.of_kind("final"):
-                answer = delivery.answer()
-                if delivery.lost or not isinstance(answer, dict) or \
-                        not 200 <= delivery.exchange.status < 300 or \
-                        answer.get("run_ended") or answer.get("applied") is False:
-                    continue
-                session = sessions.get(outcome.call_id)
-                body = _json(delivery.body)
-                result = body.get("result") if isinstance(body, dict) else None
-                if session is None or result is None:
-                    continue
-                formal = self.w.history(session, "formal")
-                expect(contains_equal(formal, result), "BUD-16",
-                       f"the {delivery.kind} result of {outcome.call_id} in the formal "
-                       "history, canonically equal", canonical(formal)[:400])
-
     def settle_all(self) -> None:
         for run_id, _, _ in self.calls:
             snapshot, passed = self.w.settle(run_id)
@@ -257,11 +256,8 @@ class Floor:
                    str(snapshot))
 
 
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
+def _input(n: int) -> str:
+    return f"Use the tool ({n})"
 
 
 class ExecutorFloor(RuleBasedStateMachine):
@@ -270,9 +266,12 @@ class ExecutorFloor(RuleBasedStateMachine):
         self.ctx = ctx
         self.floor: Floor | None = None
 
-    def _step(self, action: list[Any]) -> None:
+    def _step(self, drawn: list[Any]) -> None:
         floor = self.floor
         assert floor is not None
+        action = floor.resolve(drawn)
+        if action is None:
+            return
         floor.actions.append(action)
         program = floor.program()
         floor.actions.pop()
@@ -351,8 +350,84 @@ class ExecutorFloor(RuleBasedStateMachine):
             step(lambda _ctx: floor.settle_all(), self.ctx, floor.program())
 
 
+# -- the failure as a scenario file --------------------------------------------------------
+
+_INVARIANT_OF = (
+    (("EXE-01",), "one_claim_wins"),
+    (("EXE-08", "EXE-09"), "receipt_ids_keep_meaning"),
+    (("EXE-13",), "ended_runs_unchanged"),
+    (("BUD-16",), "applied_finals_in_history"),
+    (("RUN-11",), "runs_settle"),
+)
+
+
+def _written(action: list[Any]) -> list[dict[str, Any]]:
+    """One action of a resolved program as the scenario actions that do the same (a run is
+    `r<index + 1>` in its own session; the check settles a run after creating it and after
+    working its call, and so does the scenario)."""
+    kind = action[0]
+    if kind == "execute":
+        run = f"r{action[1] + 1}"
+        return [{"execute": {"run": run, "call": 0, "plan": action[2]}}, {"wait": {"run": run}}]
+    if kind == "release":
+        return [{"release": {"run": f"r{action[1] + 1}", "call": 0}}]
+    if kind == "cancel":
+        return [{"cancel": {"run": f"r{action[1] + 1}"}}]
+    if kind == "restart":
+        return [{"restart_executor": {}}]
+    return [{"advance": {"seconds": action[1]}}]
+
+
+def _steps(actions: list[list[Any]]) -> int:
+    """Script steps enough for the program: a run asks once when created and once after each
+    final applied; finals come from executes, releases and a restart's recoveries (one per
+    run at most). Doubled, for a target that applies a final twice."""
+    runs = finals = 0
+    for action in actions:
+        runs += action[0] == "call"
+        finals += 1 if action[0] in ("execute", "release") else runs if action[0] == "restart" \
+            else 0
+    return 2 * (runs + finals) + 2
+
+
+def scenario_text(case: Any, failure: CheckFailure) -> str | None:
+    """The failing program as a scenario (docs/scenarios.md), its expectation the invariant
+    that broke, judged at the end; None when the program is not one this check resolved."""
+    actions = case.get("actions") if isinstance(case, dict) else None
+    broke = [name for ids, name in _INVARIANT_OF if set(ids) & set(failure.requirements)]
+    if not actions or not broke or any(a[0] not in WRITABLE for a in actions):
+        return None
+    written: list[dict[str, Any]] = []
+    for action in actions:
+        if action[0] == "call":
+            n = sum(1 for w in written if "run" in w)
+            written += [{"run": {"input": _input(n), "session": f"s{n + 1}"}}, {"wait": {}}]
+        else:
+            written += _written(action)
+    runs = sum(1 for w in written if "run" in w)
+    if "runs_settle" in broke:
+        written += [{"wait": {"run": f"r{n}"}} for n in range(1, runs + 1)]
+    channel = {k: v for k, v in ChannelSpec().body("").items() if k != "name"}
+    ids = ", ".join(failure.requirements)
+    return written_scenario({
+        "name": "stateful-" + "-".join(r.lower() for r in failure.requirements)[:50],
+        "description": (
+            f"Executor work on which a target broke {ids}, shrunk by the stateful check "
+            f"executors_stateful/test_executor_protocol_under_faults: expected "
+            f"{failure.expected}; saw {failure.seen[:300]}. Judged at the end by the "
+            f"invariant it broke: {', '.join(broke)}."),
+        "agent": {"system_prompt": PROMPT, "tools": [{
+            "name": TOOL, "description": TOOL_DESCRIPTION, "max_result_context_bytes": 1024}]},
+        "channels": {"main": channel},
+        "wallet": {"funds": FUNDS},
+        "script": [ASK.model_dump(mode="json", exclude_defaults=True)] * _steps(actions),
+        "actions": written,
+        "expect": {"invariants": broke},
+    })
+
+
 @stateful_check("EXE-01", "EXE-08", "EXE-09", "EXE-13", "BUD-16",
-                machine=ExecutorFloor, steps=12, cap=20)
+                machine=ExecutorFloor, steps=12, cap=20, scenario=scenario_text)
 def test_executor_protocol_under_faults(ctx: CheckContext, case: Any) -> None:
     """Replays a program of the state machine: the same calls, plans and faults, in order."""
     floor = Floor(ctx)

@@ -28,22 +28,27 @@ import json
 import math
 from typing import Any
 
-import yaml
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from arck.conformance import runoracle as money
 from arck.conformance.checking import expect, stateful_check, step
-from arck.conformance.context import CheckContext
+from arck.conformance.context import TOOL_DESCRIPTION, CheckContext
 from arck.conformance.errors import CheckFailure, NotTestable
-from arck.conformance.runworld import SETTLED, TOOL, ChannelSpec, RunWorld, messages, world
+from arck.conformance.runworld import (
+    PROMPT,
+    SETTLED,
+    TOOL,
+    ChannelSpec,
+    RunWorld,
+    messages,
+    world,
+)
 from arck.simulator.provider import ScriptError, Step, script_tag
 from arck.simulator.scenario import seeded
-from arck.simulator.scenario.loader import ScenarioError, parse_scenario
+from arck.simulator.scenario.loader import written_scenario
 
 CHANNEL = ChannelSpec(input_capacity=9_000, total_capacity=12_000, output_capacity=500)
-PROMPT = "You are an arck conformance agent."
-DESCRIPTION = "arck conformance sample tool"
 AMPLE = 10**9  # funds no conversation here can spend: charges are judged from below too
 FILLER = [{"text": "Done."}] * 16  # after the drawn steps: every call is scripted
 UNKNOWN_OUTCOME = frozenset({"lost_response", "usage_missing", "slow"})
@@ -106,7 +111,7 @@ class Conversation:
         self.script = self._register(steps)
         w, target = self.w, self.w.target
         channel = w.channel(CHANNEL)
-        tool = {**ctx.tool(plan["budget"]), "name": TOOL, "description": DESCRIPTION}
+        tool = {**ctx.tool(plan["budget"]), "name": TOOL, "description": TOOL_DESCRIPTION}
         tools = w.ok(target.publish_tool_set({"name": ctx.name("tools"), "tools": [tool]}),
                      "publish a tool set")
         body = {"tool_set_id": tools.get("tool_set_id"), "channel_id": channel.channel_id,
@@ -366,13 +371,6 @@ _INVARIANT_OF = (
 )
 
 
-class _Plain(yaml.SafeDumper):
-    """Writes repeated steps out in full (no `&id001` anchors in a file people read)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def scenario_text(case: Any, failure: CheckFailure) -> str | None:
     """The failing program as a scenario (docs/scenarios.md), its expectation the invariant
     that broke; None when the program has no action a scenario can hold."""
@@ -404,7 +402,7 @@ def scenario_text(case: Any, failure: CheckFailure) -> str | None:
             f"{failure.seen[:300]}. Judged at the end by the invariant it broke: "
             f"{', '.join(broke)}."),
         "agent": {"system_prompt": PROMPT, "tools": [{
-            "name": TOOL, "description": DESCRIPTION,
+            "name": TOOL, "description": TOOL_DESCRIPTION,
             "max_result_context_bytes": plan["budget"]}]},
         "channels": {"main": {
             "model": CHANNEL.model, "input_capacity": CHANNEL.input_capacity,
@@ -417,12 +415,7 @@ def scenario_text(case: Any, failure: CheckFailure) -> str | None:
         "actions": written,
         "expect": {"invariants": broke},
     }
-    text = yaml.dump(doc, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=100)
-    try:
-        parse_scenario(text)
-    except ScenarioError:
-        return None
-    return text
+    return written_scenario(doc)
 
 
 @stateful_check("RUN-08", "RUN-11", "RUN-12", "CTX-07", "BIL-04", machine=Conversations,

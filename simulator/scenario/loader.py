@@ -27,6 +27,7 @@ __all__ = [
     "parse_scenario",
     "schema",
     "schema_text",
+    "written_scenario",
 ]
 
 # The repository's scenarios/ folder (simulator/ and scenarios/ are siblings).
@@ -134,6 +135,24 @@ def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
             shown, at = _locate(location, lines)
             problems.append(f"{where}:{at or 1}: {shown}: {message}")
         raise ScenarioError("\n".join(problems)) from None
+
+
+class _Plain(yaml.SafeDumper):
+    """Writes repeated steps out in full (no `&id001` anchors in a file people read)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def written_scenario(doc: dict[str, Any]) -> str | None:
+    """`doc` as a scenario file's text (a failing stateful check writes its program so), or
+    None when it does not validate: a writer's gap must not hide the failure it reports."""
+    text = yaml.dump(doc, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=100)
+    try:
+        parse_scenario(text)
+    except ScenarioError:
+        return None
+    return text
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -42,8 +42,15 @@ from arck.simulator.scenario.model import (
     action_args,
     action_kind,
 )
-from arck.simulator.scenario.trace import Trace, digest, exchange_record
-from arck.simulator.scenario.verdict import Seen, Verdict, judge, member
+from arck.simulator.scenario.trace import Trace, canonical, digest, exchange_record
+from arck.simulator.scenario.verdict import (
+    READS_FORMAL,
+    WATCHES_ENDED,
+    Seen,
+    Verdict,
+    judge,
+    member,
+)
 from arck.simulator.target import Exchange
 
 __all__ = ["RUNTIME_STEPS", "Outcome", "ScenarioNotApplicable", "run_scenario"]
@@ -77,7 +84,9 @@ def applicable(scenario: Scenario, target: Any) -> Control:
             "external service needs a provider section in its target file, which is not "
             "built yet; run scenarios against reference or mutant:NAME"
         )
-    missing = [step for step in RUNTIME_STEPS if not callable(getattr(target, step, None))]
+    steps = RUNTIME_STEPS + (("history",) if {WATCHES_ENDED, READS_FORMAL} & set(
+        scenario.expect.invariants) else ())
+    missing = [step for step in steps if not callable(getattr(target, step, None))]
     if missing:
         raise ScenarioNotApplicable(f"target {name} has no runtime steps {', '.join(missing)}")
     for index, action in enumerate(scenario.actions):
@@ -120,6 +129,10 @@ class _Driver:
         self.accepted: dict[str, list[str]] = {}  # run id → calls it accepted, in order
         self.business = BusinessSystem()
         self.simulated: SimulatedExecutor | None = None  # made by the first execute action
+        self.outcomes: list[CallOutcome] = []  # what it did, in order (for the invariants)
+        self.run_sessions: dict[str, str] = {}  # run name → its session's name
+        self.first_ended: dict[str, str] = {}  # run name → its state when first seen ended
+        self.watch = WATCHES_ENDED in scenario.expect.invariants
         self.now0 = control.now()
 
     # -- setup ----------------------------------------------------------------------------
@@ -192,6 +205,7 @@ class _Driver:
             exchanges.append(exchange)
             run_id = (_json(exchange) or {}).get("run_id")
             self.runs[name] = run_id if isinstance(run_id, str) else None
+            self.run_sessions[name] = args.session
             self.last_run = name
         elif isinstance(args, AdvanceArgs):
             self.control.advance(args.seconds)
@@ -239,6 +253,28 @@ class _Driver:
             exchanges=[exchange_record(e) for e in exchanges], advanced=advances,
             notes=notes, clock=self.control.now() - self.now0, **record,
         )
+        if self.watch:
+            self._watch_ended(index)
+
+    def _ended_state(self, name: str) -> str | None:
+        """The run's snapshot and its session's two histories, once it has ended."""
+        run_id = self.runs.get(name)
+        snapshot = _json(self.target.get_run(run_id)) if run_id is not None else None
+        if not isinstance(snapshot, dict) or snapshot.get("state") != "ended":
+            return None
+        session = self.sessions[self.run_sessions[name]]
+        return canonical([snapshot, _json(self.target.history(session, "formal")),
+                          _json(self.target.history(session, "execution"))])
+
+    def _watch_ended(self, index: int) -> None:
+        """For ended_runs_unchanged: each run's state the first time it is seen ended (after
+        every action; only scenarios asking for that invariant pay these reads)."""
+        for name in [n for n in self.runs if n not in self.first_ended]:
+            state = self._ended_state(name)
+            if state is not None:
+                self.first_ended[name] = state
+                self.trace.add("watch", index=index, run=name, ended_sha256=digest(
+                    state.encode("utf-8")))
 
     def _wait(self, index: int, name: str, run_id: str, args: WaitArgs,
               exchanges: list[Exchange], advances: list[float], notes: list[str]) -> None:
@@ -424,6 +460,7 @@ class _Driver:
     def _record(self, outcome: CallOutcome, exchanges: list[Exchange],
                 outcomes: list[dict[str, Any]]) -> None:
         for out in (outcome, *outcome.rivals):
+            self.outcomes.append(out)
             exchanges.extend(out.exchanges)
             outcomes.append({
                 "call_id": out.call_id, "executor": out.executor, "process": out.process,
@@ -447,6 +484,9 @@ class _Driver:
         for call_id in self._calls(run_id, args.call, exchanges, notes, keep):
             try:
                 executor = self._simulator()
+                if not executor.alive:  # restarted first, as its supervisor would
+                    self._restart(index, exchanges, notes, outcomes)
+                    executor = self._simulator()
                 outcome = (executor.execute(call_id, args.plan) if kind == "execute"
                            else executor.release(call_id))
             except PlanError as why:  # a dead process, or nothing held back
@@ -523,7 +563,29 @@ class _Driver:
                  "executor": e.executor, "process": e.process, "confirmed": e.confirmed,
                  "at": None if e.at is None else e.at - self.now0}
                 for e in self.business.effects()])
+        seen.outcomes = self.outcomes
+        if self.watch:
+            seen.ended_changed = [
+                f"{name} was {was[:300]}, now {(now or '')[:300]}"
+                for name, was in self.first_ended.items()
+                if (now := self._ended_state(name)) != was]
+        if READS_FORMAL in self.scenario.expect.invariants:
+            seen.formal_by_call = self._formal_by_call(seen)
         judge(self.scenario.expect, seen, self.verdict)
+
+    def _formal_by_call(self, seen: Seen) -> dict[str, Any]:
+        """Each seen tool call's session's formal history (one read per session)."""
+        formal: dict[str, Any] = {}
+        by_call: dict[str, Any] = {}
+        for name, calls in seen.tool_calls.items():
+            session = self.sessions.get(self.run_sessions.get(name, ""))
+            if session is None:
+                continue
+            if session not in formal:
+                formal[session] = _json(self.target.history(session, "formal"))
+            for call in calls or ():
+                by_call[str(call.get("call_id"))] = formal[session]
+        return by_call
 
 
 class _SetupFailed(Exception):

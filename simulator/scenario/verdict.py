@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from arck.simulator.executor import CallOutcome
+from arck.simulator.executor.rules import (
+    claims_on_held_calls,
+    finals_not_in_history,
+    receipt_ids_changed,
+)
 from arck.simulator.provider import RecordedRequest
 from arck.simulator.scenario.model import EventExpectation, Expect, RequestExpectation
 
-__all__ = ["MISSING", "Judgement", "Seen", "Verdict", "judge", "member"]
+__all__ = ["MISSING", "READS_FORMAL", "WATCHES_ENDED", "Judgement", "Seen", "Verdict", "judge",
+           "member"]
 
 MISSING = "<missing>"
 
@@ -70,6 +77,12 @@ class Seen:
     executor_faults: dict[str, int] = field(default_factory=dict)
     business_total: int = 0
     business_by_call: dict[str, int] = field(default_factory=dict)
+    # For the executor invariants: the simulated executor's outcomes in the order worked
+    # (rivals and recoveries included), each call's session's formal history (read only when
+    # asked), and the runs whose state changed after they were first seen ended.
+    outcomes: list[CallOutcome] = field(default_factory=list)
+    formal_by_call: dict[str, Any] = field(default_factory=dict)
+    ended_changed: list[str] = field(default_factory=list)
 
 
 def member(data: Any, path: str) -> Any:
@@ -248,12 +261,28 @@ def _runs_settle(seen: Seen) -> list[str]:
             if member(s, "state") not in SETTLED]
 
 
-_INVARIANTS = {
+def _one_claim_wins(seen: Seen) -> list[str]:
+    """EXE-01: no operation done twice in the business system, no claim won on a call an
+    executor holds."""
+    twice = [f"{call} done {count} times" for call, count in
+             sorted(seen.business_by_call.items()) if count > 1]
+    return twice + claims_on_held_calls(seen.outcomes)
+
+
+_INVARIANTS: dict[str, Callable[[Seen], list[str]]] = {
     "extends_unless_compacted": _extends_unless_compacted,
     "never_resent": _never_resent,
     "money_conserved": _money_conserved,
     "runs_settle": _runs_settle,
+    "one_claim_wins": _one_claim_wins,
+    "receipt_ids_keep_meaning": lambda seen: receipt_ids_changed(seen.outcomes),
+    "ended_runs_unchanged": lambda seen: seen.ended_changed,
+    "applied_finals_in_history": lambda seen: finals_not_in_history(
+        seen.outcomes, seen.formal_by_call.get),
 }
+# Invariants whose reading costs requests: the runner makes them only when one is asked.
+WATCHES_ENDED = "ended_runs_unchanged"
+READS_FORMAL = "applied_finals_in_history"
 
 
 def judge(expect: Expect, seen: Seen, verdict: Verdict) -> None:

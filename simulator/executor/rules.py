@@ -1,0 +1,105 @@
+"""Rules over what the simulated executor did, judged once for the stateful check and the
+scenarios' invariants, so a failing program and the scenario written from it are judged alike.
+
+Each rule reads the executor's own records (`CallOutcome`, in the order the calls were
+worked) and what the platform shows, and returns what broke, one line each (empty: held).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from arck.simulator.executor.outcome import CallOutcome
+from arck.simulator.provider.prompt import canonical
+
+__all__ = ["claims_on_held_calls", "contains_equal", "finals_not_in_history",
+           "receipt_ids_changed"]
+
+
+def contains_equal(item: Any, value: Any) -> bool:
+    """`item` holds `value` somewhere inside, canonically equal (a receipt's shape in a
+    history is the target's own, so only the value is looked for)."""
+    want = canonical(value)
+    stack = [item]
+    while stack:
+        found = stack.pop()
+        if canonical(found) == want:
+            return True
+        if isinstance(found, dict):
+            stack.extend(found.values())
+        elif isinstance(found, list):
+            stack.extend(found)
+    return False
+
+
+def claims_on_held_calls(outcomes: Sequence[CallOutcome]) -> list[str]:
+    """EXE-01: a claim granted on a call some executor holds with its acceptance confirmed
+    (and not detached). A held call is never dispatched again, so any later winner is a
+    second one."""
+    held: set[str] = set()
+    broken: list[str] = []
+    for outcome in outcomes:
+        if outcome.call_id in held and any(200 <= c.status < 300 for c in outcome.claims):
+            broken.append(f"call {outcome.call_id} claimed again while held:\n"
+                          f"{outcome.describe()}")
+        if outcome.confirmed and outcome.detach is None:
+            held.add(outcome.call_id)
+    return broken
+
+
+def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
+    """EXE-08, EXE-09: every 2xx answer to a receipt id the same as the first but for
+    `replayed`, and a repeated one, when it says, saying `replayed: true`."""
+    first: dict[tuple[str, str], str] = {}
+    broken: list[str] = []
+    for outcome in outcomes:
+        for delivery in outcome.deliveries:
+            exchange = delivery.exchange
+            if delivery.lost or not 200 <= exchange.status < 300:
+                continue
+            answer = delivery.answer()
+            shown = canonical({k: v for k, v in answer.items() if k != "replayed"}
+                              if isinstance(answer, dict) else answer)
+            key = (outcome.call_id, delivery.receipt_id)
+            if key not in first:
+                first[key] = shown
+                continue
+            if shown != first[key]:
+                broken.append(f"receipt {delivery.receipt_id} answered {exchange.describe()}; "
+                              f"first {first[key][:200]}")
+            elif isinstance(answer, dict) and "replayed" in answer and \
+                    answer.get("replayed") is not True:
+                broken.append(f"the repeated receipt {delivery.receipt_id} answered "
+                              f"{exchange.describe()}, not replayed: true")
+    return broken
+
+
+def finals_not_in_history(outcomes: Sequence[CallOutcome],
+                          formal: Callable[[str], Any]) -> list[str]:
+    """BUD-16: a final receipt the platform applied (2xx, neither `run_ended` nor
+    `applied: false`) whose result is not in the formal history `formal(call_id)` of the
+    call's session, canonically equal (None: the call's session is unknown, not judged)."""
+    broken: list[str] = []
+    for outcome in outcomes:
+        for delivery in outcome.of_kind("final"):
+            answer = delivery.answer()
+            if delivery.lost or not isinstance(answer, dict) or \
+                    not 200 <= delivery.exchange.status < 300 or \
+                    answer.get("run_ended") or answer.get("applied") is False:
+                continue
+            body = _json(delivery.body)
+            result = body.get("result") if isinstance(body, dict) else None
+            history = formal(outcome.call_id) if result is not None else None
+            if history is not None and not contains_equal(history, result):
+                broken.append(f"the {delivery.kind} result of {outcome.call_id} is not in the "
+                              f"formal history: {canonical(history)[:400]}")
+    return broken
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
