@@ -174,6 +174,51 @@ def test_a_late_receipt_never_revives_a_run(ctx: CheckContext, case: Any) -> Non
                "EXE-13", "profile: 200 with run_ended: true", late.describe)
 
 
+@check("EXE-11")
+def test_reconciliation_required_is_never_retried(ctx: CheckContext) -> None:
+    """The platform's part of EXE-11 (the executor's, an exception becoming
+    `reconciliation_required`, is arck's executor's duty): a call whose final says a business
+    result may exist is never dispatched again, now or after any lease would have lapsed.
+    The run waits for the batch's other call, so a refusal cannot come from an ended run; a
+    claim of that other call by the same executor shows the refusals are about the call."""
+    w = world(ctx)
+    target = w.executors()
+    calls = [ToolCall(name=TOOL, arguments={"q": "unknown outcome"}),
+             ToolCall(name=TOOL, arguments={"q": "control"})]
+    agent = w.agent([Step(tool_calls=calls), Step(text="done")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = str(w.start(session, "Use the tool twice").get("run_id"))
+    snapshot, _ = w.settle(run_id)
+    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
+               if c.get("state") == "dispatchable"]
+    if snapshot.get("state") != "waiting_tools" or len(pending) != 2:
+        raise NotTestable(f"not testable: the run never waited for its two tool calls: "
+                          f"{snapshot}")
+    call_id, other = pending
+    claim = w.accept(call_id)
+    final = w.finish(call_id, claim, "arck-unknown-outcome",
+                     {"status": "unknown", "note": "the handler raised"},
+                     "reconciliation_required")
+    if not _ok(final):
+        raise NotTestable(f"not testable: the reconciliation_required receipt was refused: "
+                          f"{final.describe()}")
+    for waited in (0, 31, 3_600):
+        w.control.advance(waited)
+        role = w.register_executor()  # online now, whatever time did to the others
+        control = target.claim(other, role)
+        if not _ok(control):
+            raise NotTestable(f"not testable: a claim of the batch's other call was refused "
+                              f"{waited} s on: {control.describe()}")
+        listed = target.candidates(role)
+        expect(call_id not in listed.body.decode("utf-8", "replace"), "EXE-11",
+               f"the call answered reconciliation_required not among the candidates "
+               f"{waited} s after", listed.describe)
+        again = target.claim(call_id, role)
+        expect(not _ok(again), "EXE-11", f"the call answered reconciliation_required never "
+               f"claimed again ({waited} s after; the batch's other call was claimable)",
+               again.describe)
+
+
 @check("EXE-15")
 def test_run_cancel_detach_and_business_cancel_stay_apart(ctx: CheckContext) -> None:
     """A run cancel asks no business cancel; a detach after acceptance never puts the call
@@ -189,12 +234,15 @@ def test_run_cancel_detach_and_business_cancel_stay_apart(ctx: CheckContext) -> 
     expect(snapshot.get("state") == "waiting_tools", "EXE-15", "the run still waiting after "
            "a business cancel request (only the product ends the task)", str(snapshot))
     w.ok(target.detach(call_id, claim, w.executor()), "detach after acceptance")
-    again = target.claim(call_id, w.register_executor())
-    expect(not _ok(again), "EXE-15", "a call detached after acceptance never claimed again",
-           again.describe)
-    listed = target.candidates(w.executor())
-    expect(call_id not in listed.body.decode("utf-8", "replace"), "EXE-15",
-           "the detached call not among the candidates", listed.describe)
+    for waited in (0, 31):  # and not once a lease would have lapsed either
+        w.control.advance(waited)
+        again = target.claim(call_id, w.register_executor())
+        expect(not _ok(again), "EXE-15", f"a call detached after acceptance never claimed "
+               f"again ({waited} s after)", again.describe)
+        listed = target.candidates(w.executor())
+        expect(call_id not in listed.body.decode("utf-8", "replace"), "EXE-15",
+               f"the detached call not among the candidates ({waited} s after)",
+               listed.describe)
     run2, _, call2 = w.waiting_call({"q": "run cancel"})
     w.accept(call2)
     w.ok(target.cancel_run(run2), "cancel the run")

@@ -928,6 +928,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:run_cancel_cancels_business",
     ),
     (
+        "reconciliation-retried",
+        "a reconciliation_required final puts the call back to be claimed",
+        ("EXE-11",),
+        "executors:reconciliation_retried",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

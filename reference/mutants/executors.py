@@ -200,6 +200,19 @@ class LateFinalAppliedRuntime(Runtime):
         return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
+class ReconciliationRetriedRuntime(Runtime):
+    """Treats `reconciliation_required` as a failure to retry: the call goes back to be
+    claimed, so work whose business result may exist runs again (EXE-11)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        answer = super().take_receipt(db, executor_id, call, receipt, body, at)
+        if receipt.kind == "reconciliation_required" and not call.run_ended:
+            db.execute("UPDATE tool_calls SET state = 'dispatchable', claim_id = NULL, "
+                       "claim_until = NULL WHERE id = ?", (call.call_id,))
+        return answer
+
+
 class AcceptedAfterEndRuntime(Runtime):
     """Confirms an acceptance without looking at the run: a call of an ended run is accepted
     and its work may start (EXE-17: acceptance is refused once the run has ended)."""
@@ -358,6 +371,10 @@ def second_final_accepted() -> FastAPI:
 
 def run_cancel_cancels_business() -> FastAPI:
     return serve(runtime_class=RunCancelAsksBusinessRuntime)
+
+
+def reconciliation_retried() -> FastAPI:
+    return serve(runtime_class=ReconciliationRetriedRuntime)
 
 
 def detach_redispatches() -> FastAPI:
