@@ -37,18 +37,29 @@ def _tool_results(w: RunWorld, session: str) -> list[Any]:
             if isinstance(m, dict) and m.get("role") == "tool"]
 
 
-@property_check("EXE-08", cases=st.tuples(RESULTS, st.sampled_from(["accepted", "final"]),
+@property_check("EXE-08", cases=st.tuples(RESULTS, st.sampled_from(["accepted", "progress",
+                                                                    "final"]),
                                           st.integers(min_value=1, max_value=3)))
 def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
     """The same receipt delivered again (after later ones, possibly) is answered as a
     replay with the first outcome and changes nothing: one tool result in the history, the
-    run where the first delivery left it."""
+    run where the first delivery left it. A repeated progress receipt comes after a later
+    one: a replay, not a sequence out of order."""
     result, which, copies = case
     w = world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "duplicate"})
     target, role = w.executors(), w.executor()
     claim = w.accept(call_id)
     accepted = {"receipt_id": f"arck-accept-{claim}", "claim_id": claim, "kind": "accepted"}
+    progress: list[dict[str, Any]] = [
+        {"receipt_id": f"arck-progress-{n}", "claim_id": claim, "kind": "progress",
+         "sequence": n, "data": {"step": n}} for n in (1, 2)]
+    if which == "progress":
+        for step in progress:
+            sent = target.submit_receipt(call_id, step, role=role)
+            if not _ok(sent):
+                raise NotTestable(f"not testable: progress {step['sequence']} was refused: "
+                                  f"{sent.describe()}")
     final = {"receipt_id": "arck-final", "claim_id": claim, "kind": "completed",
              "result": result}
     first = target.submit_receipt(call_id, final, role=role)
@@ -56,7 +67,7 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
         raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}")
     w.settle(run_id)
     before = _state(w, run_id, session)
-    body = accepted if which == "accepted" else final
+    body: dict[str, Any] = {"accepted": accepted, "progress": progress[0], "final": final}[which]
     for n in range(copies):
         again = target.submit_receipt(call_id, body, role=role)
         data = again.json_or_none()
@@ -296,7 +307,7 @@ def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     expect(_ok(reopened), "EXE-17", "a call detached before acceptance claimable again",
            reopened.describe)
     claim = str((reopened.json_or_none() or {}).get("claim_id"))
-    for sequence, status in ((None, 200), (1, 200), (1, 409), (2, 200)):
+    for sequence, status in ((None, 200), (1, 200), (1, 409), (3, 200), (2, 409)):
         body: dict[str, Any] = {"receipt_id": f"arck-p-{sequence}-{status}", "claim_id": claim,
                                 "kind": "accepted" if sequence is None else "progress"}
         if sequence is not None:

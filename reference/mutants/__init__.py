@@ -934,6 +934,18 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:reconciliation_retried",
     ),
     (
+        "last-progress-wins",
+        "a progress sequence below the last is taken (only a repeat of the last is refused)",
+        ("EXE-17",),
+        "executors:last_progress_wins",
+    ),
+    (
+        "sequence-before-replay",
+        "a repeated progress receipt overtaken by a later one is refused 409, not replayed",
+        ("EXE-08",),
+        "executors:sequence_before_replay",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

@@ -213,6 +213,33 @@ class ReconciliationRetriedRuntime(Runtime):
         return answer
 
 
+class LastProgressWinsRuntime(Runtime):
+    """Progress numbering refuses only a repeat of the last sequence: a lower one is taken
+    and becomes the last (EXE-17: sequences only increase)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        if receipt.kind == "progress" and receipt.sequence is not None and \
+                receipt.sequence < call.last_sequence:
+            db.execute("UPDATE tool_calls SET last_sequence = ? WHERE id = ?",
+                       (receipt.sequence - 1, call.call_id))
+            call = dataclasses.replace(call, last_sequence=receipt.sequence - 1)
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
+
+
+class SequenceBeforeReplayRuntime(Runtime):
+    """Judges a progress receipt's sequence before its receipt_id: a repeated progress that
+    a later one overtook is refused as out of order, not answered as a replay (EXE-08)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        if receipt.kind == "progress" and receipt.sequence is not None and \
+                receipt.sequence <= call.last_sequence:
+            raise Conflict(f"/sequence: must be above the call's last, {call.last_sequence}",
+                           "/sequence")
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
+
+
 class AcceptedAfterEndRuntime(Runtime):
     """Confirms an acceptance without looking at the run: a call of an ended run is accepted
     and its work may start (EXE-17: acceptance is refused once the run has ended)."""
@@ -375,6 +402,14 @@ def run_cancel_cancels_business() -> FastAPI:
 
 def reconciliation_retried() -> FastAPI:
     return serve(runtime_class=ReconciliationRetriedRuntime)
+
+
+def last_progress_wins() -> FastAPI:
+    return serve(runtime_class=LastProgressWinsRuntime)
+
+
+def sequence_before_replay() -> FastAPI:
+    return serve(runtime_class=SequenceBeforeReplayRuntime)
 
 
 def detach_redispatches() -> FastAPI:

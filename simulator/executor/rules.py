@@ -50,19 +50,25 @@ def claims_on_held_calls(outcomes: Sequence[CallOutcome]) -> list[str]:
 
 
 def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
-    """EXE-08, EXE-09: every 2xx answer to a receipt id the same as the first but for
-    `replayed`, and a repeated one, when it says, saying `replayed: true`."""
+    """EXE-08, EXE-09: once a receipt id was answered 2xx, every later delivery of it (the
+    executor sends one id with one body only) answered 2xx too, the same but for
+    `replayed`, and saying `replayed: true` when it says."""
     first: dict[tuple[str, str], str] = {}
     broken: list[str] = []
     for outcome in outcomes:
         for delivery in outcome.deliveries:
             exchange = delivery.exchange
-            if delivery.lost or not 200 <= exchange.status < 300:
+            key = (outcome.call_id, delivery.receipt_id)
+            if delivery.lost:
+                continue
+            if not 200 <= exchange.status < 300:
+                if key in first:
+                    broken.append(f"receipt {delivery.receipt_id}, answered 2xx before, now "
+                                  f"refused: {exchange.describe()}")
                 continue
             answer = delivery.answer()
             shown = canonical({k: v for k, v in answer.items() if k != "replayed"}
                               if isinstance(answer, dict) else answer)
-            key = (outcome.call_id, delivery.receipt_id)
             if key not in first:
                 first[key] = shown
                 continue
