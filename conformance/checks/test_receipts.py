@@ -279,7 +279,8 @@ def test_runs_waiting_on_tools_hold_no_worker(ctx: CheckContext) -> None:
 @check("EXE-17")
 def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     """Profile: a claim not accepted within its 30 s lapses; the call is claimed again under
-    a new claim_id and acceptance under the old one is refused; a detach before acceptance
+    a new claim_id and acceptance under the old one is refused; a claim's receipts come from
+    the executor that won it; a detach before acceptance
     reopens the call; acceptance is refused once the run has ended; progress sequences
     only increase."""
     if ctx.profile != "reference":
@@ -307,6 +308,10 @@ def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     expect(_ok(reopened), "EXE-17", "a call detached before acceptance claimable again",
            reopened.describe)
     claim = str((reopened.json_or_none() or {}).get("claim_id"))
+    other = target.submit_receipt(call_id, {"receipt_id": "arck-not-mine", "claim_id": claim,
+                                            "kind": "accepted"}, role=w.register_executor())
+    expect(other.status == 409, "EXE-17", "acceptance under the current claim refused 409 "
+           "when another executor sends it (a claim is its winner's)", other.describe)
     for sequence, status in ((None, 200), (1, 200), (1, 409), (3, 200), (2, 409)):
         body: dict[str, Any] = {"receipt_id": f"arck-p-{sequence}-{status}", "claim_id": claim,
                                 "kind": "accepted" if sequence is None else "progress"}

@@ -946,6 +946,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:sequence_before_replay",
     ),
     (
+        "bearer-claim",
+        "any executor naming the call's current claim_id may send its receipts",
+        ("EXE-17",),
+        "executors:bearer_claim",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

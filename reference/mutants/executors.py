@@ -240,6 +240,18 @@ class SequenceBeforeReplayRuntime(Runtime):
         return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
+class BearerClaimRuntime(Runtime):
+    """Treats a claim_id as a bearer token: any executor that names the call's current claim
+    may send its receipts, not only the executor that won it (EXE-17)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        row = db.execute("SELECT executor_id FROM claims WHERE id = ?",
+                         (receipt.claim_id,)).fetchone()
+        holder = str(row[0]) if row is not None else executor_id
+        return super().take_receipt(db, holder, call, receipt, body, at)
+
+
 class AcceptedAfterEndRuntime(Runtime):
     """Confirms an acceptance without looking at the run: a call of an ended run is accepted
     and its work may start (EXE-17: acceptance is refused once the run has ended)."""
@@ -410,6 +422,10 @@ def last_progress_wins() -> FastAPI:
 
 def sequence_before_replay() -> FastAPI:
     return serve(runtime_class=SequenceBeforeReplayRuntime)
+
+
+def bearer_claim() -> FastAPI:
+    return serve(runtime_class=BearerClaimRuntime)
 
 
 def detach_redispatches() -> FastAPI:
