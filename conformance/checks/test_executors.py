@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import canonical, world
+from arck.conformance.runworld import RunWorld, canonical, world
 from arck.simulator.target import Exchange
 
 ARGUMENT_WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]),
@@ -54,7 +54,7 @@ def test_one_claim_wins(ctx: CheckContext, case: Any) -> None:
 def test_claims_need_an_online_executor_in_scope(ctx: CheckContext) -> None:
     """An executor that never sent a heartbeat, and one whose scope lacks the call's
     binding, are both refused, and neither learns the arguments; candidate lists carry no
-    arguments and no grant."""
+    arguments and no grant; an executor silent since its heartbeat goes offline."""
     w = world(ctx)
     secret = f"arck-secret-{ctx.name('argument')}"
     _, _, call_id = w.waiting_call({"q": secret})
@@ -75,6 +75,31 @@ def test_claims_need_an_online_executor_in_scope(ctx: CheckContext) -> None:
            listed.describe)
     expect(not _leaks(listed, secret) and b"grant" not in listed.body, "EXE-03",
            "candidates without arguments or grant", listed.describe)
+    _judge_silence(ctx, w)
+
+
+def _judge_silence(ctx: CheckContext, w: RunWorld) -> None:
+    """An executor heard from once, then silent, is not online for ever: refused a day on
+    (core), and 61 s on under the reference profile's 60 s window. Each claim is of a call
+    made after the silence (no run has waited a day), and a heartbeat then, with a claim
+    that succeeds, shows the refusals were about the silence."""
+    target = w.executors()
+    silent = w.register_executor()
+    call_id = ""
+    for waited, core in ((61, False), (86_400 - 61, True)):
+        w.control.advance(waited)
+        if not core and ctx.profile != "reference":
+            continue
+        _, _, call_id = w.waiting_call({"q": "after a silence"})
+        answer = target.claim(call_id, silent)
+        expect(not _ok(answer), "EXE-02", f"a claim by an executor silent for "
+               f"{'a day' if core else '61 s'} since its heartbeat refused", answer.describe)
+    w.ok(target.heartbeat(silent), "send a heartbeat after the silence")
+    control = target.claim(call_id, silent)
+    if not _ok(control):
+        raise NotTestable(f"not testable: a claim right after a heartbeat was refused too, "
+                          f"so the refusals may not be about the silence: "
+                          f"{control.describe()}")
 
 
 def _candidates(exchange: Exchange) -> list[Any]:

@@ -952,6 +952,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:bearer_claim",
     ),
     (
+        "ever-online",
+        "one heartbeat keeps an executor online for good, however long it is silent",
+        ("EXE-02",),
+        "executors:ever_online",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

@@ -38,9 +38,11 @@ from arck.reference.runtime.executor_wire import (
     Detach,
     DetachAnswer,
     ExecutorRegistered,
+    HeartbeatAnswer,
     Receipt,
     ReceiptAnswer,
 )
+from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, Executors
 from arck.reference.runtime.receipts import CALL_STATE
 from arck.reference.runtime.runstore import append
 from arck.reference.runtime.service import Runtime, _validate
@@ -96,6 +98,31 @@ class RegisteredIsOnlineRuntime(Runtime):
         registered = super().register_executor(principal, data)
         self.executors.heartbeat(registered.executor_id)
         return registered
+
+
+FOREVER = 1e18  # seconds of the injected clock: never reached
+
+
+class EverOnlineExecutors(Executors):
+    """One heartbeat keeps an executor online for good."""
+
+    def heartbeat(self, executor_id: str) -> HeartbeatAnswer:
+        answer = super().heartbeat(executor_id)
+        with self.store.transaction() as db:
+            db.execute("UPDATE executors SET online_until = ? WHERE id = ?",
+                       (FOREVER, executor_id))
+        return answer
+
+
+class EverOnlineRuntime(Runtime):
+    """An executor heard from once stays online however long it is silent (EXE-02: claiming
+    needs an executor online now)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.executors = EverOnlineExecutors(self.store, self.clock,
+                                             kwargs.get("executor_secret",
+                                                        DEV_EXECUTOR_SECRET))
 
 
 class ConnectExecutesEngine(Engine):
@@ -426,6 +453,10 @@ def sequence_before_replay() -> FastAPI:
 
 def bearer_claim() -> FastAPI:
     return serve(runtime_class=BearerClaimRuntime)
+
+
+def ever_online() -> FastAPI:
+    return serve(runtime_class=EverOnlineRuntime)
 
 
 def detach_redispatches() -> FastAPI:
