@@ -5,6 +5,7 @@ histories and what the model was sent next."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hypothesis import strategies as st
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import TOOL, RunWorld, canonical, world
+from arck.conformance.runworld import TOOL, RunWorld, canonical, contains_equal, world
 from arck.simulator.provider import SlowAnswer, Step, ToolCall
 from arck.simulator.target import Exchange
 
@@ -82,6 +83,47 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
            "(run, formal and execution history)", lambda: _state(w, run_id, session)[:400])
     expect(len(_tool_results(w, session)) == 1, "EXE-08", "the result in the execution "
            "history once", lambda: canonical(_tool_results(w, session))[:400])
+
+
+@property_check("EXE-08", "EXE-17", cases=st.tuples(RESULTS, st.integers(min_value=2,
+                                                                          max_value=5)),
+                cap=20)
+def test_duplicate_receipts_racing(ctx: CheckContext, case: Any) -> None:
+    """The same final receipt sent several times at once: it is applied once. Each copy is
+    answered 2xx as the first outcome (at most one of them not a replay) or refused as still
+    in flight (profile: 409); none fails; one tool result enters the history."""
+    result, copies = case
+    w = world(ctx)
+    run_id, session, call_id = w.waiting_call({"q": "racing duplicates"})
+    target, role = w.executors(), w.executor()
+    claim = w.accept(call_id)
+    final = {"receipt_id": "arck-racing-final", "claim_id": claim, "kind": "completed",
+             "result": result}
+    with ThreadPoolExecutor(max_workers=copies) as pool:
+        answers = list(pool.map(lambda _: target.submit_receipt(call_id, final, role=role),
+                                range(copies)))
+    shown = "; ".join(f"{a.status} {a.body[:160]!r}" for a in answers)
+    expect(all(a.status < 500 for a in answers) and any(_ok(a) for a in answers), "EXE-08",
+           f"{copies} copies sent at once answered without a server error, one at least 2xx",
+           shown)
+    taken = [a.json_or_none() for a in answers if _ok(a)]
+    outcomes = {canonical({k: v for k, v in d.items() if k != "replayed"})
+                if isinstance(d, dict) else canonical(d) for d in taken}
+    expect(len(outcomes) == 1, "EXE-08", "every copy answered 2xx answered the same outcome",
+           shown)
+    fresh = [d for d in taken if isinstance(d, dict) and d.get("replayed") is False]
+    expect(len(fresh) <= 1, "EXE-08", "at most one copy answered as not a replay", shown)
+    if ctx.profile == "reference":
+        expect(all(a.status == 409 for a in answers if not _ok(a)), "EXE-17",
+               "profile: a copy refused while the first is in flight answered 409", shown)
+    w.settle(run_id)
+    results = _tool_results(w, session)
+    expect(len(results) == 1, "EXE-08", f"the result in the execution history once after "
+           f"{copies} racing copies", lambda: canonical(results)[:400])
+    formal = [item for item in w.history(session, "formal")
+              if isinstance(item, dict) and contains_equal(item, result)]
+    expect(len(formal) == 1, "EXE-08", "the receipt in the formal history once",
+           lambda: canonical(formal)[:400])
 
 
 @property_check("EXE-09", cases=st.tuples(RESULTS, RESULTS))
