@@ -221,6 +221,7 @@ def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path
     # Concurrent claims and duplicate receipts race over real sockets here.
     assert checks["executors/test_one_claim_wins"] == "pass"
     assert checks["receipts/test_a_duplicate_receipt_is_replayed"] == "pass"
+    assert checks["receipts/test_duplicate_receipts_racing"] == "pass"
     assert checks["executors_stateful/test_executor_protocol_under_faults"] == "pass"
 
 
