@@ -457,6 +457,16 @@ class Workers:
                       tool_call_id=str(call.get("id", "")),
                       messages=len(result.get("messages", [])), error=result.get("error"))
                 continue
+            if name not in bindings:
+                # Outside the version's tool set: nothing may run it, so it is never stored as
+                # dispatchable; the model is told, and the run goes on (docs/runs.md).
+                append(db, session.session_id, "execution", {
+                    "role": "tool", "tool_call_id": str(call.get("id", "")),
+                    "content": canonical_text(unknown_tool(name))})
+                answered.append(str(call.get("id", "")))
+                event(db, run_id, "tool_call.unknown", at, tool_call_id=str(call.get("id", "")),
+                      name=name)
+                continue
             call_ref = Store.insert(
                 db, "tool_calls", "tc",
                 ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
@@ -468,7 +478,8 @@ class Workers:
             append(db, session.session_id, "formal", {
                 "type": "tool_call", "call_id": call_ref, "name": name, "arguments": arguments})
         if not ids:
-            # Only the engine's own tools: nothing to dispatch, the model is called again.
+            # Only calls the engine answered itself: nothing to dispatch, the model is called
+            # again.
             inputs.requeue(db, run_id, worker, at, "tool answered by the engine")
             return
         # RUN-16: the plan is formally accepted once the batch is stored as dispatchable.
@@ -491,6 +502,13 @@ class Workers:
         tool_set = self.store.tool_set(session.tenant, version.tool_set_id)
         assert tool_set is not None
         return list(tool_set.tools)
+
+
+def unknown_tool(name: str) -> dict[str, Any]:
+    """The engine's answer to a call of a tool the agent's version does not have."""
+    return {"error": {"code": "unknown_tool",
+                      "message": f"no tool named {name!r} in this agent's tool set; nothing "
+                                 "was run"}}
 
 
 def _may_finish(db: Any, run_id: str, worker: str, call_id: str) -> bool:

@@ -221,3 +221,25 @@ def test_chat_history_returns_only_visible_text() -> None:
         assert "SECRET" not in json.dumps(tools)
 
     one_app(test)
+
+
+def test_a_tool_outside_the_tool_set_is_answered_not_dispatched() -> None:
+    async def test(world: App) -> None:
+        client, provider, clock, _ = world
+        provider.add_script("u", [
+            Step(tool_calls=[ToolCall(name="no_such_tool", arguments={"q": 1}),
+                             ToolCall(name="lookup", arguments={"q": 2})]),
+            Step(text="Done.")])
+        s = await new_session(client, "u")
+        run_id = await start(client, s, "Use a tool I do not have")
+        assert (await settled(client, clock, run_id))["state"] == "waiting_tools"
+        [call] = await calls(client, run_id)  # only the declared tool is dispatchable
+        assert call["name"] == "lookup"
+        await answer(client, call, {"ok": True}, receipt_id="u1")
+        assert (await settled(client, clock, run_id))["end_reason"] == "completed"
+        last = sent(provider)[-1]
+        answers = [json.loads(m["content"]) for m in last if m["role"] == "tool"]
+        assert answers[0]["error"]["code"] == "unknown_tool"
+        assert "tool_call.unknown" in await kinds(client, run_id)
+
+    one_app(test)
