@@ -422,6 +422,13 @@ def serve(
         typer.Option(help="How long a worker's claim on a run lasts unless renewed; a run "
                           "whose worker died is taken over after it (RUN-02)."),
     ] = 15.0,
+    executor_secret: Annotated[
+        str | None,
+        typer.Option(envvar="ARCK_EXECUTOR_SECRET",
+                     help="Secret executor tokens are derived from (at least 16 characters); "
+                          "default: a fixed development secret. Changing it revokes every "
+                          "executor token issued under the old one."),
+    ] = None,
 ) -> None:
     """Serve the reference engine (or a mutant) over HTTP for a manual or external run."""
     import uvicorn
@@ -439,6 +446,12 @@ def serve(
         wiring["test_clock"] = True
     if lease_seconds != 15.0:
         wiring["lease_seconds"] = lease_seconds
+    if executor_secret is not None:
+        if len(executor_secret) < 16:
+            console.print("arck serve: --executor-secret (ARCK_EXECUTOR_SECRET) must have at "
+                          "least 16 characters")
+            raise typer.Exit(EXIT_USAGE)
+        wiring["executor_secret"] = executor_secret
     if target == "reference":
         application = load_object(REFERENCE_APP)(database=database, **wiring)
     elif target.startswith("mutant:"):
@@ -461,6 +474,9 @@ def serve(
         console.print(f"model provider: {wiring['provider_url']}")
     if test_clock:
         console.print("test clock: time moves only on POST /v1/test-control/clock")
+    console.print("executor tokens: derived from " + (
+        "ARCK_EXECUTOR_SECRET" if executor_secret is not None
+        else "the development secret (tests only; set ARCK_EXECUTOR_SECRET)"))
     console.print("development credentials (tests only):")
     for role, token in DEV_TOKENS.items():
         console.print(f"  {role:<14} Bearer {token}")

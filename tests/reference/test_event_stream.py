@@ -204,6 +204,7 @@ def test_without_the_flag_there_is_no_clock_endpoint() -> None:
     (["--provider-url", "http://127.0.0.1:99999/v1"], "Port out of range"),
     (["--port", "0"], "--port must be 1..65535"),
     (["--lease-seconds", "0"], "--lease-seconds must be"),
+    (["--executor-secret", "too short"], "must have at least 16 characters"),
 ])
 def test_serve_flags_are_checked_with_clear_errors(flags: list[str], message: str) -> None:
     from typer.testing import CliRunner

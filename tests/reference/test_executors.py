@@ -616,3 +616,18 @@ def test_another_tenants_executor_finds_nothing() -> None:
         assert (await tool_calls(client, run_id))[0]["state"] == "dispatchable"
 
     one_app(test)
+
+
+def test_an_executor_token_holds_only_under_its_secret() -> None:
+    """Tokens are derived from the executor secret: the same store under another secret
+    (arck serve --executor-secret / ARCK_EXECUTOR_SECRET) knows none of them."""
+    from arck.reference.clock import ManualClock
+    from arck.reference.runtime.executors import Executors
+    from arck.reference.store import Store
+
+    store, clock = Store(), ManualClock()
+    first = Executors(store, clock, "a-secret-of-sixteen")
+    binding = store.add_binding("default", "b", "a binding").binding_id
+    registered = first.register("default", {"name": "ex", "bindings": [binding]})
+    assert first.principal(registered.token) is not None
+    assert Executors(store, clock, "another-secret-of-16").principal(registered.token) is None
