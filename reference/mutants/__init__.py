@@ -958,6 +958,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:ever_online",
     ),
     (
+        "stale-claim-accepted",
+        "accepted under a lapsed claim, since taken by another executor, is confirmed",
+        ("EXE-17",),
+        "executors:stale_claim_accepted",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

@@ -279,6 +279,25 @@ class BearerClaimRuntime(Runtime):
         return super().take_receipt(db, holder, call, receipt, body, at)
 
 
+class StaleClaimAcceptedRuntime(Runtime):
+    """Takes `accepted` under any claim the sender ever held on the call: a lapsed claim,
+    since taken over by another executor, becomes current again and its work may start
+    (EXE-17: acceptance under the old claim is refused, and nothing ran)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        mine = db.execute("SELECT 1 FROM claims WHERE id = ? AND call_id = ? AND "
+                          "executor_id = ?", (receipt.claim_id, call.call_id,
+                                              executor_id)).fetchone()
+        if receipt.kind == "accepted" and mine is not None and call.state == "claimed" and \
+                call.claim_id != receipt.claim_id:
+            until = at + claims.LEASE_SECONDS
+            db.execute("UPDATE tool_calls SET claim_id = ?, claim_until = ? WHERE id = ?",
+                       (receipt.claim_id, until, call.call_id))
+            call = dataclasses.replace(call, claim_id=receipt.claim_id, claim_until=until)
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
+
+
 class AcceptedAfterEndRuntime(Runtime):
     """Confirms an acceptance without looking at the run: a call of an ended run is accepted
     and its work may start (EXE-17: acceptance is refused once the run has ended)."""
@@ -457,6 +476,10 @@ def bearer_claim() -> FastAPI:
 
 def ever_online() -> FastAPI:
     return serve(runtime_class=EverOnlineRuntime)
+
+
+def stale_claim_accepted() -> FastAPI:
+    return serve(runtime_class=StaleClaimAcceptedRuntime)
 
 
 def detach_redispatches() -> FastAPI:
