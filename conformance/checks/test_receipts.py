@@ -14,6 +14,7 @@ from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
 from arck.conformance.runworld import TOOL, RunWorld, canonical, contains_equal, world
+from arck.simulator.executor.rules import OUTCOME_MEMBERS, receipt_outcome
 from arck.simulator.provider import SlowAnswer, Step, ToolCall
 from arck.simulator.target import Exchange
 
@@ -107,10 +108,9 @@ def test_duplicate_receipts_racing(ctx: CheckContext, case: Any) -> None:
            f"{copies} copies sent at once answered without a server error, one at least 2xx",
            shown)
     taken = [a.json_or_none() for a in answers if _ok(a)]
-    outcomes = {canonical({k: v for k, v in d.items() if k != "replayed"})
-                if isinstance(d, dict) else canonical(d) for d in taken}
-    expect(len(outcomes) == 1, "EXE-08", "every copy answered 2xx answered the same outcome",
-           shown)
+    outcomes = {receipt_outcome(d) for d in taken}
+    expect(len(outcomes) == 1, "EXE-08", "every copy answered 2xx answered the same outcome "
+           f"(its members {', '.join(OUTCOME_MEMBERS)})", shown)
     fresh = [d for d in taken if isinstance(d, dict) and d.get("replayed") is False]
     expect(len(fresh) <= 1, "EXE-08", "at most one copy answered as not a replay", shown)
     if ctx.profile == "reference":

@@ -14,8 +14,8 @@ from typing import Any
 from arck.simulator.executor.outcome import CallOutcome
 from arck.simulator.provider.prompt import canonical
 
-__all__ = ["claims_on_held_calls", "contains_equal", "finals_not_in_history",
-           "receipt_ids_changed"]
+__all__ = ["OUTCOME_MEMBERS", "claims_on_held_calls", "contains_equal",
+           "finals_not_in_history", "receipt_ids_changed", "receipt_outcome"]
 
 
 def contains_equal(item: Any, value: Any) -> bool:
@@ -32,6 +32,19 @@ def contains_equal(item: Any, value: Any) -> bool:
         elif isinstance(found, list):
             stack.extend(found)
     return False
+
+
+# The members of a receipt's answer that make its outcome (docs/executors.md); any other
+# member (a delivery's own time or request id, say) may differ between deliveries.
+OUTCOME_MEMBERS = ("call_id", "receipt_id", "state", "applied", "run_ended")
+
+
+def receipt_outcome(answer: Any) -> str:
+    """The outcome an answer to a receipt states, canonical: its outcome members when it is
+    an object, else the whole answer."""
+    if isinstance(answer, dict):
+        return canonical({k: answer[k] for k in OUTCOME_MEMBERS if k in answer})
+    return canonical(answer)
 
 
 def claims_on_held_calls(outcomes: Sequence[CallOutcome]) -> list[str]:
@@ -51,8 +64,8 @@ def claims_on_held_calls(outcomes: Sequence[CallOutcome]) -> list[str]:
 
 def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
     """EXE-08, EXE-09: once a receipt id was answered 2xx, every later delivery of it (the
-    executor sends one id with one body only) answered 2xx too, the same but for
-    `replayed`, and saying `replayed: true` when it says."""
+    executor sends one id with one body only) answered 2xx too, with the same outcome
+    (`receipt_outcome`), and saying `replayed: true` when it says."""
     first: dict[tuple[str, str], str] = {}
     broken: list[str] = []
     for outcome in outcomes:
@@ -67,8 +80,7 @@ def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
                                   f"refused: {exchange.describe()}")
                 continue
             answer = delivery.answer()
-            shown = canonical({k: v for k, v in answer.items() if k != "replayed"}
-                              if isinstance(answer, dict) else answer)
+            shown = receipt_outcome(answer)
             if key not in first:
                 first[key] = shown
                 continue
