@@ -1,19 +1,21 @@
 """EXE as one stateful check: arck's simulated executor (docs/executor-simulator.md) works
 tool calls of several runs with faults drawn per call — duplicates, reordering, lost
 confirmations, crashes before and after storing, detaches, late finals, handler errors,
-concurrent claimers — while runs are cancelled, time moves and the executor restarts.
-After every step, black box:
+concurrent claimers, and a faulty executor's second final or rebound receipt id — while
+runs are cancelled, time moves and the executor restarts. After every step, black box:
 
 * EXE-01: no operation done twice in the business system (one claim wins, whatever the
   duplicates and restarts), and no claim granted on a call an executor already holds;
-* EXE-08, EXE-09: a `receipt_id` keeps its meaning: every 2xx answer to it the same but for
-  `replayed`, and a repeated delivery answered `replayed: true`;
+* EXE-08, EXE-09: a `receipt_id` keeps its meaning: once answered 2xx, every answer to it
+  2xx with the same outcome, a repeat answered `replayed: true`, another body refused;
+* EXE-14: a second final of a call refused;
 * EXE-13: a run once ended never changes (snapshot and both histories);
 * BUD-16: every final receipt the platform applied is in the formal history, canonically
   equal;
 * RUN-11: every run ends or waits for tools within a bounded number of timers.
 
-The program (`{"plan", "actions"}`) is the failure's example, replayed by `arck replay`.
+The program (`{"plan", "actions"}`) records what was done; it is the failure's example,
+replayed by `arck replay`, and is also written as a scenario (`scenario_text`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from arck.simulator.executor.rules import (
     claims_on_held_calls,
     finals_not_in_history,
     receipt_ids_changed,
+    second_finals_taken,
 )
 from arck.simulator.provider import Step, ToolCall
 from arck.simulator.scenario.loader import written_scenario
@@ -71,6 +74,8 @@ FAULT = st.one_of(
     st.just({"kind": "detach_after"}),
     st.builds(lambda e: {"kind": "handler_error", "effect": e}, st.booleans()),
     st.builds(lambda c: {"kind": "concurrent_claimers", "claimers": c}, st.integers(2, 3)),
+    st.just({"kind": "second_final"}),
+    st.just({"kind": "rebind"}),
 )
 PLANS = st.builds(
     lambda final, progress, faults: {"final": final, "progress": progress, "faults": faults},
@@ -217,7 +222,11 @@ class Floor:
                "with its acceptance confirmed", lambda: "\n".join(broken)[:1500])
         broken = receipt_ids_changed(self.outcomes)
         expect(not broken, ("EXE-08", "EXE-09"), "every receipt id answered as it was the "
-               "first time, a repeat as replayed: true", lambda: "\n".join(broken)[:1500])
+               "first time, a repeat as replayed: true, another body under it refused",
+               lambda: "\n".join(broken)[:1500])
+        broken = second_finals_taken(self.outcomes)
+        expect(not broken, "EXE-14", "a second final of a call refused",
+               lambda: "\n".join(broken)[:1500])
         self._judge_ended()
         sessions = {call: session for _, session, call in self.calls}
         broken = finals_not_in_history(
@@ -320,6 +329,16 @@ class ExecutorFloor(RuleBasedStateMachine):
             "final": final, "progress": 1,
             "faults": [{"kind": "duplicate", "receipt": receipt}]}])
 
+    @rule(final=st.sampled_from(FINAL_KINDS), fault=st.sampled_from(["second_final", "rebind"]))
+    def faulty_final(self, final: str, fault: str) -> None:
+        """A faulty executor: after its final, a second final, or the final's receipt_id
+        with another body. Both must be refused."""
+        floor = self.floor
+        assert floor is not None
+        self._step(["call"])
+        self._step(["execute", len(floor.calls) - 1, {
+            "final": final, "progress": 0, "faults": [{"kind": fault}]}])
+
     @rule(nth=st.integers(0, 7))
     def release(self, nth: int) -> None:
         """Send the nth held final, if any (no precondition: which finals are held depends on
@@ -355,6 +374,7 @@ class ExecutorFloor(RuleBasedStateMachine):
 _INVARIANT_OF = (
     (("EXE-01",), "one_claim_wins"),
     (("EXE-08", "EXE-09"), "receipt_ids_keep_meaning"),
+    (("EXE-14",), "one_final_per_call"),
     (("EXE-13",), "ended_runs_unchanged"),
     (("BUD-16",), "applied_finals_in_history"),
     (("RUN-11",), "runs_settle"),
@@ -426,7 +446,7 @@ def scenario_text(case: Any, failure: CheckFailure) -> str | None:
     })
 
 
-@stateful_check("EXE-01", "EXE-08", "EXE-09", "EXE-13", "BUD-16",
+@stateful_check("EXE-01", "EXE-08", "EXE-09", "EXE-13", "EXE-14", "BUD-16",
                 machine=ExecutorFloor, steps=12, cap=20, scenario=scenario_text)
 def test_executor_protocol_under_faults(ctx: CheckContext, case: Any) -> None:
     """Replays a program of the state machine: the same calls, plans and faults, in order."""

@@ -12,6 +12,7 @@ handler whose start it journaled (EXE-10).
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections import Counter
@@ -25,7 +26,14 @@ from arck.simulator.executor.business import BusinessSystem
 from arck.simulator.executor.journal import Journal, JournalEntry, StoredReceipt, canonical_bytes
 from arck.simulator.executor.outcome import CallOutcome, Delivery, StepRefused
 from arck.simulator.executor.plan import FAULT_KINDS, CallPlan, PlanError, make_plan
-from arck.simulator.executor.receipts import final_body, operation_key, receipt_id, unknown_result
+from arck.simulator.executor.receipts import (
+    final_body,
+    operation_key,
+    rebound,
+    receipt_id,
+    second_final,
+    unknown_result,
+)
 from arck.simulator.target import Exchange, ExecutorTarget
 
 __all__ = ["ExecutorDead", "SimulatedExecutor"]
@@ -274,6 +282,30 @@ class SimulatedExecutor:
                 self._deliver(entry, receipt, out)
         final = entry.receipt("final")
         entry.closed = final is not None and final.answered
+        if entry.closed:
+            assert final is not None
+            self._misbehave(entry, final, out)
+
+    def _misbehave(self, entry: JournalEntry, final: StoredReceipt, out: CallOutcome) -> None:
+        """A faulty executor's sends after its final was answered: another final under a new
+        receipt_id, or the final's receipt_id with another body. Never journaled: a
+        restarted process does not repeat them."""
+        body = json.loads(final.body)
+        for kind in ("second_final", "rebind"):
+            if self._pending(entry, kind) is None:
+                continue
+            self._fire(kind, out, entry)
+            if kind == "rebind":
+                sent = rebound(body)
+            else:
+                final_kind, members = second_final(final.kind, entry.operation_key)
+                sent = {"receipt_id": receipt_id(self.name, entry.call_id, entry.attempt,
+                                                 "second-final"),
+                        "claim_id": entry.claim_id, "kind": final_kind, **members}
+            data = canonical_bytes(sent)
+            exchange = self.target.submit_receipt(entry.call_id, data, self.role)
+            out.deliveries.append(Delivery(str(sent["receipt_id"]), str(sent["kind"]), data,
+                                           exchange, fault=kind))
 
     def _confirm(self, entry: JournalEntry, accepted: StoredReceipt, out: CallOutcome) -> bool:
         """Send `accepted` until an answer is heard: the confirmation is a 200 whose state

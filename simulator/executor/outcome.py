@@ -23,7 +23,8 @@ class StepRefused(Exception):
 @dataclass(frozen=True)
 class Delivery:
     """One sending of a stored receipt. `repeat`: these bytes were sent before (a duplicate
-    or a redelivery); `lost`: the executor treated this answer as lost (lost_confirmation)."""
+    or a redelivery); `lost`: the executor treated this answer as lost (lost_confirmation);
+    `fault`: a send no well-behaved executor makes (second_final, rebind)."""
 
     receipt_id: str
     kind: str
@@ -31,6 +32,7 @@ class Delivery:
     exchange: Exchange
     repeat: bool = False
     lost: bool = False
+    fault: str | None = None  # second_final, rebind: a faulty executor's send, to be refused
 
     def answer(self) -> Any:
         return self.exchange.json_or_none()

@@ -30,7 +30,9 @@ __all__ = [
     "Late",
     "LostConfirmation",
     "PlanError",
+    "Rebind",
     "Reorder",
+    "SecondFinal",
     "Slow",
     "make_plan",
 ]
@@ -127,6 +129,20 @@ class ConcurrentClaimers(_Data):
     claimers: Annotated[int, Field(ge=2, le=16)] = 2
 
 
+class SecondFinal(_Data):
+    """A faulty executor: once its final is answered, it sends another final, of another
+    kind, under a new receipt_id. The platform must refuse it (EXE-14)."""
+
+    kind: Literal["second_final"] = "second_final"
+
+
+class Rebind(_Data):
+    """A faulty executor: once its final is answered, it sends the final's receipt_id again
+    with another body. The platform must refuse it and keep the first (EXE-09)."""
+
+    kind: Literal["rebind"] = "rebind"
+
+
 ExecutorFault = Annotated[
     Duplicate
     | Reorder
@@ -138,7 +154,9 @@ ExecutorFault = Annotated[
     | DetachAfter
     | HandlerError
     | Slow
-    | ConcurrentClaimers,
+    | ConcurrentClaimers
+    | SecondFinal
+    | Rebind,
     Field(discriminator="kind"),
 ]
 FAULT_KINDS = (
@@ -153,6 +171,8 @@ FAULT_KINDS = (
     "handler_error",
     "slow",
     "concurrent_claimers",
+    "second_final",
+    "rebind",
 )
 # Faults that end the process's work on the call: one of them at most.
 _ENDING = frozenset({"crash_after_effect", "crash_after_store", "detach_before", "detach_after"})

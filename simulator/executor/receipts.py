@@ -7,7 +7,8 @@ from typing import Any
 
 from arck.simulator.executor.plan import CallPlan
 
-__all__ = ["final_body", "operation_key", "receipt_id", "unknown_result"]
+__all__ = ["final_body", "operation_key", "rebound", "receipt_id", "second_final",
+           "unknown_result"]
 
 
 def operation_key(call_id: str) -> str:
@@ -39,3 +40,20 @@ def final_body(plan: CallPlan, key: str) -> tuple[str, dict[str, Any]]:
         return "cancelled", {} if plan.reason is None else {"reason": plan.reason}
     result = plan.result if plan.result is not None else default
     return plan.final, {"result": result}
+
+
+def second_final(first_kind: str, key: str) -> tuple[str, dict[str, Any]]:
+    """A faulty executor's second final: another kind than its first (EXE-14)."""
+    if first_kind == "completed":
+        return "failed", {"error": {"code": "business_error",
+                                    "message": f"operation {key}: a second final"}}
+    return "completed", {"result": {"operation_key": key, "status": "done", "second": True}}
+
+
+def rebound(body: dict[str, Any]) -> dict[str, Any]:
+    """The same receipt with another body (EXE-09): its result, error or reason changed."""
+    if "result" in body:
+        return {**body, "result": {"rebound": body["result"]}}
+    if "error" in body:
+        return {**body, "error": {**body["error"], "message": "rebound"}}
+    return {**body, "reason": "rebound"}

@@ -15,7 +15,8 @@ from arck.simulator.executor.outcome import CallOutcome
 from arck.simulator.provider.prompt import canonical
 
 __all__ = ["OUTCOME_MEMBERS", "claims_on_held_calls", "contains_equal",
-           "finals_not_in_history", "receipt_ids_changed", "receipt_outcome"]
+           "finals_not_in_history", "receipt_ids_changed", "receipt_outcome",
+           "second_finals_taken"]
 
 
 def contains_equal(item: Any, value: Any) -> bool:
@@ -65,14 +66,20 @@ def claims_on_held_calls(outcomes: Sequence[CallOutcome]) -> list[str]:
 def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
     """EXE-08, EXE-09: once a receipt id was answered 2xx, every later delivery of it (the
     executor sends one id with one body only) answered 2xx too, with the same outcome
-    (`receipt_outcome`), and saying `replayed: true` when it says."""
+    (`receipt_outcome`), and saying `replayed: true` when it says; the id sent again with
+    another body (fault rebind) refused."""
     first: dict[tuple[str, str], str] = {}
     broken: list[str] = []
     for outcome in outcomes:
         for delivery in outcome.deliveries:
             exchange = delivery.exchange
             key = (outcome.call_id, delivery.receipt_id)
-            if delivery.lost:
+            if delivery.fault == "rebind":
+                if 200 <= exchange.status < 300:
+                    broken.append(f"receipt {delivery.receipt_id} sent again with another "
+                                  f"body was taken: {exchange.describe()}")
+                continue
+            if delivery.lost or delivery.fault is not None:
                 continue
             if not 200 <= exchange.status < 300:
                 if key in first:
@@ -94,6 +101,14 @@ def receipt_ids_changed(outcomes: Sequence[CallOutcome]) -> list[str]:
     return broken
 
 
+def second_finals_taken(outcomes: Sequence[CallOutcome]) -> list[str]:
+    """EXE-14: a faulty executor's second final (another kind, a new receipt_id) taken."""
+    return [f"call {outcome.call_id}: the second final {d.receipt_id} ({d.kind}) taken: "
+            f"{d.exchange.describe()}"
+            for outcome in outcomes for d in outcome.deliveries
+            if d.fault == "second_final" and 200 <= d.exchange.status < 300]
+
+
 def finals_not_in_history(outcomes: Sequence[CallOutcome],
                           formal: Callable[[str], Any]) -> list[str]:
     """BUD-16: a final receipt the platform applied (2xx, neither `run_ended` nor
@@ -103,7 +118,7 @@ def finals_not_in_history(outcomes: Sequence[CallOutcome],
     for outcome in outcomes:
         for delivery in outcome.of_kind("final"):
             answer = delivery.answer()
-            if delivery.lost or not isinstance(answer, dict) or \
+            if delivery.lost or delivery.fault is not None or not isinstance(answer, dict) or \
                     not 200 <= delivery.exchange.status < 300 or \
                     answer.get("run_ended") or answer.get("applied") is False:
                 continue

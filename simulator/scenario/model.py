@@ -436,11 +436,11 @@ class BusinessExpectation(_Data):
 # Rules judged over the whole story (docs/scenarios.md "Expectations"): what a failing
 # stateful check writes when the invariant it broke can be judged from the end of a scenario.
 INVARIANTS = ("extends_unless_compacted", "never_resent", "money_conserved", "runs_settle",
-              "one_claim_wins", "receipt_ids_keep_meaning", "ended_runs_unchanged",
-              "applied_finals_in_history")
+              "one_claim_wins", "receipt_ids_keep_meaning", "one_final_per_call",
+              "ended_runs_unchanged", "applied_finals_in_history")
 Invariant = Literal["extends_unless_compacted", "never_resent", "money_conserved", "runs_settle",
-                    "one_claim_wins", "receipt_ids_keep_meaning", "ended_runs_unchanged",
-                    "applied_finals_in_history"]
+                    "one_claim_wins", "receipt_ids_keep_meaning", "one_final_per_call",
+                    "ended_runs_unchanged", "applied_finals_in_history"]
 
 
 class Expect(_Data):
@@ -478,8 +478,8 @@ class Expect(_Data):
         "compaction is reported (RUN-08, CTX-07); no processed request sent again (RUN-12); "
         "the wallet within reported usage × price (BIL-04); every run settled (RUN-11); no "
         "operation done twice, no claim won on a held call (EXE-01); a receipt id keeps its "
-        "answer (EXE-08, EXE-09); a run once ended never changes (EXE-13); every applied "
-        "final result in the formal history (BUD-16)",
+        "answer (EXE-08, EXE-09); no second final taken (EXE-14); a run once ended never "
+        "changes (EXE-13); every applied final result in the formal history (BUD-16)",
     )
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ from arck.simulator.executor.rules import (
     claims_on_held_calls,
     finals_not_in_history,
     receipt_ids_changed,
+    second_finals_taken,
 )
 from arck.simulator.provider import RecordedRequest
 from arck.simulator.scenario.model import EventExpectation, Expect, RequestExpectation
@@ -276,6 +277,7 @@ _INVARIANTS: dict[str, Callable[[Seen], list[str]]] = {
     "runs_settle": _runs_settle,
     "one_claim_wins": _one_claim_wins,
     "receipt_ids_keep_meaning": lambda seen: receipt_ids_changed(seen.outcomes),
+    "one_final_per_call": lambda seen: second_finals_taken(seen.outcomes),
     "ended_runs_unchanged": lambda seen: seen.ended_changed,
     "applied_finals_in_history": lambda seen: finals_not_in_history(
         seen.outcomes, seen.formal_by_call.get),

@@ -24,6 +24,7 @@ def _stateful(report_dir: Path) -> dict:
 @pytest.mark.parametrize(("mutant", "requirement", "invariant"), [
     ("late-receipt-applied", "EXE-13", "ended_runs_unchanged"),
     ("duplicate-applied-twice", "EXE-08", "receipt_ids_keep_meaning"),
+    ("second-final-accepted", "EXE-14", "one_final_per_call"),
 ])
 def test_mutant_failure_becomes_a_replayable_scenario(
     tmp_path: Path, mutant: str, requirement: str, invariant: str

@@ -19,12 +19,15 @@ from arck.simulator.executor import (
     Late,
     LostConfirmation,
     PlanError,
+    Rebind,
     Reorder,
+    SecondFinal,
     SimulatedExecutor,
     Slow,
     StepRefused,
     make_plan,
 )
+from arck.simulator.executor.rules import receipt_ids_changed, second_finals_taken
 
 
 def setup(**platform: Any) -> tuple[FakePlatform, SimulatedExecutor, str]:
@@ -234,6 +237,40 @@ def test_concurrent_claimers_on_a_platform_granting_every_claim_run_twice() -> N
     assert out.rivals[0].handler_runs == 1
     assert executor.business.repeated() == {f"op:{call_id}": 2}, "the double run shows"
     assert executor.business.unconfirmed() == []
+
+
+class LenientPlatform(FakePlatform):
+    """Takes what it should refuse: a second final, a receipt id with another body."""
+
+    def _judge(self, call: Any, receipt: dict[str, Any], role: str) -> tuple[int, Any]:
+        status, data = super()._judge(call, receipt, role)
+        if status == 409:
+            return 200, {"call_id": call.call_id, "receipt_id": receipt["receipt_id"],
+                         "replayed": False, "state": call.state, "applied": True,
+                         "run_ended": False}
+        return status, data
+
+
+@pytest.mark.parametrize(("fault", "kind"), [(SecondFinal(), "second_final"),
+                                             (Rebind(), "rebind")])
+def test_a_faulty_executor_sends_once_after_its_final(fault: Any, kind: str) -> None:
+    _fake, executor, call_id = setup()
+    out = executor.execute(call_id, CallPlan(faults=[fault]))
+    [extra] = [d for d in out.deliveries if d.fault == kind]
+    [final] = [d for d in out.of_kind("final") if d.fault is None]
+    assert extra.exchange.status == 409
+    assert (extra.receipt_id == final.receipt_id) is (kind == "rebind")
+    assert extra.body != final.body
+    assert executor.business.total() == 1
+    assert executor.fault_counts()[kind] == 1
+    assert second_finals_taken([out]) == []
+    assert receipt_ids_changed([out]) == []
+    lenient = LenientPlatform()
+    broken = SimulatedExecutor.register(lenient, ["bnd-1"], name="ex")  # type: ignore[arg-type]
+    taken = broken.execute(lenient.add_call(), CallPlan(faults=[fault]))
+    found = second_finals_taken([taken]) if kind == "second_final" else \
+        receipt_ids_changed([taken])
+    assert len(found) == 1, found
 
 
 def test_fault_counts_name_every_kind_and_only_what_fired() -> None:
