@@ -16,7 +16,9 @@ Then the server stops and, on the same file, a connection opened exactly as
 `reference/store.py` opens its own (`sqlite3.connect(path, isolation_level=None)`, no pragma:
 journal_mode DELETE, synchronous FULL, SQLite's defaults) inserts rows copied from the stored
 final receipts into a table of the `receipts` table's shape, one `BEGIN IMMEDIATE ... COMMIT`
-per row (the API commits one transaction per receipt), then in batches for reference.
+per row, then in batches for reference. (The API commits each receipt's transaction before
+answering it, but receipts that arrive together share one: a group commit, `Store.grouped`.
+How many commits the file saw per final receipt is read from its header's change counter.)
 
 Prints figures; asserts nothing (a loaded machine gives slow numbers, not failures).
 
@@ -354,6 +356,13 @@ def table_counts(database: Path) -> dict[str, int]:
         db.close()
 
 
+def change_counter(database: Path) -> int:
+    """The file change counter of the database header (bytes 24..27): one more per committed
+    write transaction in rollback-journal mode."""
+    with database.open("rb") as file:
+        return int.from_bytes(file.read(100)[24:28], "big")
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux /proc; 0 elsewhere)."""
     try:
@@ -384,8 +393,10 @@ def http_section(database: Path, provider: SimulatedProvider, provider_url: str,
                 raw_before = raw_probe(database, probe, f"{label}.before")
                 profiler.start(label)
                 cpu = cpu_seconds(served.process.pid)
+                changes = change_counter(database)
                 fin = pooled(served.url, agent.executor, claimed, clients, "completed",
                              final, lambda a: a["state"] == "completed" and a["applied"])
+                commits = change_counter(database) - changes
                 server_cpu = cpu_seconds(served.process.pid) - cpu
                 profiler.stop()
                 raw_after = raw_probe(database, probe, f"{label}.after")
@@ -397,6 +408,7 @@ def http_section(database: Path, provider: SimulatedProvider, provider_url: str,
                              "setup_s": setup_s, "accepted": acc.figures(),
                              "final": fin.figures(), "end_reasons": reasons,
                              "server_cpu_ms_per_final": server_cpu * 1e3 / len(claimed),
+                             "commits_per_final": commits / len(claimed),
                              "raw_around": [raw_before, raw_after],
                              "rows_inserted_per_final": inserted})
     finally:
@@ -520,8 +532,8 @@ def summarize_profile(path: Path, top: int = 12) -> dict[str, Any]:
             "self_percent": busiest}
 
 
-PROFILE_FRAMES = ("Runtime.submit_receipt", "Store.transaction", "take", "finish",
-                  "Workers._loop", "JSONResponse.render", "solve_dependencies",
+PROFILE_FRAMES = ("Store._group", "Runtime.submit_receipt.<locals>.intake", "Store.transaction",
+                  "take", "finish", "Workers._loop", "JSONResponse.render", "solve_dependencies",
                   "RequestResponseCycle.send", "H11Protocol.data_received")
 
 
@@ -560,7 +572,8 @@ def report(figures: dict[str, Any]) -> None:
                                                                .items()))
         before, after = row["raw_around"]
         print(f"          raw before/after {before:.0f}/{after:.0f} per s; server CPU "
-              f"{row['server_cpu_ms_per_final']:.2f} ms per final; runs ended "
+              f"{row['server_cpu_ms_per_final']:.2f} ms and "
+              f"{row['commits_per_final']:.2f} commits per final; runs ended "
               f"{row['end_reasons']}; setup {row['setup_s']:.1f} s")
         print(f"          rows inserted per final (the runs' second model calls included): "
               f"{inserted}")

@@ -43,6 +43,7 @@ def test_bench_receipts_quick_produces_every_figure(tmp_path: Path) -> None:
             assert phase["error_count"] == 0
             assert phase["per_s"] > 0
         assert row["rows_inserted_per_final"]["receipts"] == 1.0
+        assert row["commits_per_final"] > 0
         assert all(probe > 0 for probe in row["raw_around"])
     assert "ratio" in done.stdout
     assert not list(tmp_path.glob("bench-receipts-*"))  # the temporary directory is gone

@@ -61,8 +61,9 @@ class ServiceExecutorRuntime(Runtime):
     def claim(self, principal: Principal, call_id: str, data: object) -> Claim:
         return super().claim(self._as_executor(principal), call_id, data)
 
-    def submit_receipt(self, principal: Principal, call_id: str, data: object) -> ReceiptAnswer:
-        return super().submit_receipt(self._as_executor(principal), call_id, data)
+    async def submit_receipt(self, principal: Principal, call_id: str,
+                             data: object) -> ReceiptAnswer:
+        return await super().submit_receipt(self._as_executor(principal), call_id, data)
 
 
 class ExecutorReadsEngine(Engine):

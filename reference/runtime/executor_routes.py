@@ -101,7 +101,7 @@ def install(
     async def submit_receipt(
         call_id: str, principal: Principal = deps["submit_receipt"], data: Any = body_dep
     ) -> JSONResponse:
-        answer = runtime.submit_receipt(principal, call_id, data)
+        answer = await runtime.submit_receipt(principal, call_id, data)
         runtime.workers.start()
         return ok(answer)
 

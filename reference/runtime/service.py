@@ -291,11 +291,16 @@ class Runtime:
             _validate(ClaimRequest, data)
             return claims.claim(db, principal, call, self.clock.now())
 
-    def submit_receipt(self, principal: Principal, call_id: str, data: object) -> ReceiptAnswer:
-        """A receipt of any kind, judged in one transaction (receipts.py); a final is stored
-        in full and projected once into the execution history (BUD-15..18)."""
-        assert principal.executor_id is not None
-        with self.store.transaction() as db:
+    async def submit_receipt(self, principal: Principal, call_id: str,
+                             data: object) -> ReceiptAnswer:
+        """A receipt of any kind, judged whole in one savepoint of a group commit
+        (`Store.grouped`: receipts arriving together share one commit, and each is answered
+        only once it is durable; receipts.py); a final is stored in full and projected once
+        into the execution history (BUD-15..18)."""
+        executor_id = principal.executor_id
+        assert executor_id is not None
+
+        def intake(db: sqlite3.Connection) -> ReceiptAnswer:
             call = claims.scoped_call(db, principal, call_id)
             receipt = _validate(Receipt, data)
             receipts.members(receipt)
@@ -303,8 +308,9 @@ class Runtime:
                 if name in receipt.model_fields_set:
                     self.engine.check_result(getattr(receipt, name), f"/{name}")
             assert isinstance(data, dict)
-            answer = self.take_receipt(db, principal.executor_id, call, receipt, data,
-                                       self.clock.now())
+            return self.take_receipt(db, executor_id, call, receipt, data, self.clock.now())
+
+        answer = await self.store.grouped(intake)
         self.workers.notify()
         return answer
 
