@@ -147,9 +147,13 @@ def claim(db: sqlite3.Connection, principal: Principal, call: CallRow, at: float
         (claim_id, until, call.call_id, at)).rowcount
     if taken != 1:
         raise Conflict("the call is not dispatchable: claimed, accepted or final", "call_id")
-    if call.claim_id is not None:
-        db.execute("UPDATE claims SET state = 'lapsed' WHERE id = ? AND state = 'claimed'",
-                   (call.claim_id,))
+    if call.claim_id is not None and db.execute(
+        "UPDATE claims SET state = 'lapsed' WHERE id = ? AND state = 'claimed'",
+        (call.claim_id,),
+    ).rowcount == 1:
+        # Leases lapse by the clock, with no write of their own: the takeover records it.
+        event(db, call.run_id, "tool_call.claim_lapsed", at, call_id=call.call_id,
+              claim_id=call.claim_id, lapsed_at=call.claim_until)
     event(db, call.run_id, "tool_call.claimed", at, call_id=call.call_id, claim_id=claim_id,
           executor_id=executor_id, lease_until=until)
     return Claim(claim_id=claim_id, call_id=call.call_id, executor_id=executor_id,

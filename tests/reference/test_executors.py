@@ -309,6 +309,12 @@ def test_a_claim_not_accepted_within_its_lease_lapses() -> None:
         await post(client, "/v1/executor/heartbeat", {}, 200, second)
         new = await claim(client, cid, second)
         assert new != old
+        events = await event_list(client, run_id)
+        [lapsed] = [e for e in events if e["type"] == "tool_call.claim_lapsed"]
+        assert lapsed["data"] == {"call_id": cid, "claim_id": old,
+                                  "lapsed_at": answered["lease_until"]}
+        assert events.index(lapsed) < max(i for i, e in enumerate(events)
+                                          if e["type"] == "tool_call.claimed")
         error(await receipt(client, cid, first, late), 409, "/claim_id")
         error(await receipt(client, cid, first, {**late, "claim_id": new}), 409, "/claim_id")
         ok = await receipt(client, cid, second, {**late, "claim_id": new})
