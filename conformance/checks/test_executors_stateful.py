@@ -1,7 +1,8 @@
 """EXE as one stateful check: arck's simulated executor (docs/executor-simulator.md) works
 tool calls of several runs with faults drawn per call — duplicates, reordering, lost
 confirmations, crashes before and after storing, detaches, late finals, handler errors,
-concurrent claimers, and a faulty executor's second final or rebound receipt id — while
+concurrent claimers, a stall past the claim's lease with a peer claiming meanwhile, and a
+faulty executor's second final or rebound receipt id — while
 runs are cancelled, time moves and the executor restarts. After every step, black box:
 
 * EXE-01: no operation done twice in the business system (one claim wins, whatever the
@@ -76,6 +77,7 @@ FAULT = st.one_of(
     st.builds(lambda c: {"kind": "concurrent_claimers", "claimers": c}, st.integers(2, 3)),
     st.just({"kind": "second_final"}),
     st.just({"kind": "rebind"}),
+    st.builds(lambda s: {"kind": "stall", "seconds": s}, st.sampled_from([31, 61])),
 )
 PLANS = st.builds(
     lambda final, progress, faults: {"final": final, "progress": progress, "faults": faults},
@@ -95,6 +97,8 @@ def _plan(raw: dict[str, Any]) -> CallPlan | None:
     resolved program's plans, defaults left out, come through unchanged)."""
     progress = raw.get("progress", 0)
     faults = [f for f in raw.get("faults", ()) if f["kind"] != "reorder" or progress >= 2]
+    if any(f["kind"] == "stall" for f in faults):  # it brings its own rival
+        faults = [f for f in faults if f["kind"] != "concurrent_claimers"]
     if sum(f["kind"] in ENDING for f in faults) > 1:
         faults = [f for f in faults if f["kind"] not in ENDING][:1] + \
                  [f for f in faults if f["kind"] in ENDING][:1]

@@ -37,6 +37,7 @@ from arck.simulator.executor.plan import (
     Reorder,
     SecondFinal,
     Slow,
+    Stall,
     make_plan,
 )
 from arck.simulator.executor.receipts import operation_key
@@ -68,6 +69,7 @@ __all__ = [
     "SecondFinal",
     "SimulatedExecutor",
     "Slow",
+    "Stall",
     "StepRefused",
     "StoredReceipt",
     "canonical_bytes",

@@ -170,8 +170,9 @@ class SimulatedExecutor:
         not run (`already_ran`)."""
         self._ensure_alive()
         plan = make_plan(plan)
-        if plan.fault("slow") is not None and getattr(self.target, "control", None) is None:
-            raise PlanError("fault slow needs a target with a clock (target.control)")
+        timed = [k for k in ("slow", "stall") if plan.fault(k) is not None]
+        if timed and getattr(self.target, "control", None) is None:
+            raise PlanError(f"fault {timed[0]} needs a target with a clock (target.control)")
         out = self._outcome(call_id)
         entry = self.journal.get(call_id)
         if entry is not None and not entry.closed:
@@ -244,9 +245,27 @@ class SimulatedExecutor:
             self._fire("detach_before", out)
             out.detach = self.target.detach(call_id, claim_id, self.role)
             return
+        rival = self._stall(call_id, plan, out) if plan.fault("stall") is not None else None
         entry = self.journal.open(JournalEntry(call_id, operation_key(call_id), attempt,
                                                claim_id, out.grant, plan))
         self._resume(entry, out)
+        if rival is not None:  # the peer that claimed meanwhile goes on, as its own executor
+            peer, claimed, rival_out = rival
+            peer._claimed(call_id, make_plan(final=plan.final), claimed, rival_out)
+            out.rivals.append(rival_out)
+
+    def _stall(self, call_id: str, plan: CallPlan,
+               out: CallOutcome) -> tuple[SimulatedExecutor, Exchange, CallOutcome] | None:
+        """Time passes between the claim and `accepted`, and a peer claims meanwhile: the
+        peer, its claim and its outcome when the claim won (it goes on after this one)."""
+        self._fire("stall", out)
+        self._control().advance(plan.fault("stall").seconds)
+        self.heartbeat()
+        [peer] = self._crowd(1)
+        claimed = self.target.claim(call_id, peer.role)
+        rival_out = peer._outcome(call_id)
+        rival_out.claims = [claimed]
+        return (peer, claimed, rival_out) if claimed.status == 201 else None
 
     def _resume(self, entry: JournalEntry, out: CallOutcome) -> None:
         """Do whatever the journal says is left, from acceptance to the final answer."""
@@ -435,7 +454,7 @@ class SimulatedExecutor:
     def _control(self) -> Control:
         control: Control | None = getattr(self.target, "control", None)
         if control is None:
-            raise PlanError("fault slow needs a target with a clock (target.control)")
+            raise PlanError("faults slow and stall need a target with a clock (target.control)")
         return control
 
     def _ensure_alive(self) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "Reorder",
     "SecondFinal",
     "Slow",
+    "Stall",
     "make_plan",
 ]
 
@@ -129,6 +130,17 @@ class ConcurrentClaimers(_Data):
     claimers: Annotated[int, Field(ge=2, le=16)] = 2
 
 
+class Stall(_Data):
+    """Between its claim and its `accepted`, the executor stalls `seconds` on the harness
+    clock (`target.control.advance`) and a peer claims the call meanwhile; after the
+    acceptance, a peer that won goes on with the plan's final (`outcome.rivals`). Past the
+    lease (EXE-17, profile) the peer wins and the stalled acceptance must be refused, nothing
+    run by it; a platform without leases refuses the peer. Either way one executor works."""
+
+    kind: Literal["stall"] = "stall"
+    seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 31.0
+
+
 class SecondFinal(_Data):
     """A faulty executor: once its final is answered, it sends another final, of another
     kind, under a new receipt_id. The platform must refuse it (EXE-14)."""
@@ -155,6 +167,7 @@ ExecutorFault = Annotated[
     | HandlerError
     | Slow
     | ConcurrentClaimers
+    | Stall
     | SecondFinal
     | Rebind,
     Field(discriminator="kind"),
@@ -171,6 +184,7 @@ FAULT_KINDS = (
     "handler_error",
     "slow",
     "concurrent_claimers",
+    "stall",
     "second_final",
     "rebind",
 )
@@ -213,6 +227,8 @@ class CallPlan(_Data):
             raise ValueError("reason: only a cancelled receipt carries one")
         if self.result is not None and self.final in ("failed", "cancelled"):
             raise ValueError(f"result: a {self.final} receipt carries none")
+        if "stall" in kinds and "concurrent_claimers" in kinds:
+            raise ValueError("faults: stall brings its own rival; not with concurrent_claimers")
         if "reorder" in kinds and self.progress < 2:
             raise ValueError("faults: reorder needs progress >= 2")
         for fault in self.faults:

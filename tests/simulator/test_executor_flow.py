@@ -24,10 +24,15 @@ from arck.simulator.executor import (
     SecondFinal,
     SimulatedExecutor,
     Slow,
+    Stall,
     StepRefused,
     make_plan,
 )
-from arck.simulator.executor.rules import receipt_ids_changed, second_finals_taken
+from arck.simulator.executor.rules import (
+    claims_on_held_calls,
+    receipt_ids_changed,
+    second_finals_taken,
+)
 
 
 def setup(**platform: Any) -> tuple[FakePlatform, SimulatedExecutor, str]:
@@ -271,6 +276,34 @@ def test_a_faulty_executor_sends_once_after_its_final(fault: Any, kind: str) -> 
     found = second_finals_taken([taken]) if kind == "second_final" else \
         receipt_ids_changed([taken])
     assert len(found) == 1, found
+
+
+def test_a_stall_past_the_lease_lets_a_peer_claim_and_work_instead() -> None:
+    _fake, executor, call_id = setup()
+    out = executor.execute(call_id, CallPlan(faults=[Stall()]))
+    assert not out.confirmed
+    assert out.refused is not None
+    assert out.refused.status == 409  # the acceptance under the lapsed claim
+    [peer] = out.rivals
+    assert peer.confirmed
+    assert peer.executor != out.executor
+    assert executor.business.total() == 1
+    assert executor.fault_counts()["stall"] == 1
+    assert claims_on_held_calls([out, *out.rivals]) == []
+
+
+def test_a_stall_on_a_platform_keeping_stale_claims_has_two_holders() -> None:
+    _fake, executor, call_id = setup(double_claim=True)
+    out = executor.execute(call_id, CallPlan(faults=[Stall()]))
+    assert out.confirmed
+    assert len(out.rivals) == 1
+    assert claims_on_held_calls([out, *out.rivals]) != []
+
+
+def test_a_stall_needs_a_clock() -> None:
+    _fake, executor, call_id = setup(clock=False)
+    with pytest.raises(PlanError, match="stall needs a target with a clock"):
+        executor.execute(call_id, CallPlan(faults=[Stall()]))
 
 
 def test_fault_counts_name_every_kind_and_only_what_fired() -> None:
