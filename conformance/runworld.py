@@ -151,16 +151,24 @@ class RunWorld:
     def waiting_call(self, arguments: dict[str, Any]) -> tuple[str, str, str]:
         """A run waiting for one tool call planned with `arguments` (then a text answer):
         (run id, session id, call id); "not testable" when the target never gets there."""
-        agent = self.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments=arguments)]),
-                            Step(text="done")])
+        run_id, session, [call_id] = self.waiting_calls(arguments)
+        return run_id, session, call_id
+
+    def waiting_calls(self, *arguments: dict[str, Any]) -> tuple[str, str, list[str]]:
+        """A run waiting for a batch of tool calls, one per `arguments` (then a text answer):
+        (run id, session id, the call ids in order); "not testable" when the target never
+        gets there."""
+        calls = [ToolCall(name=TOOL, arguments=a) for a in arguments]
+        agent = self.agent([Step(tool_calls=calls), Step(text="done")])
         session = self.session(agent, self.wallet(10**12))
         run_id = str(self.start(session, "Use the tool").get("run_id"))
         snapshot, _ = self.settle(run_id)
-        calls = [c for c in self.tool_calls(run_id) if c.get("state") == "dispatchable"]
-        if snapshot.get("state") != "waiting_tools" or len(calls) != 1:
-            raise NotTestable(f"not testable: the run never waited for its one tool call: "
-                              f"{snapshot}; calls {canonical(calls)[:300]}")
-        return run_id, session, str(calls[0].get("call_id"))
+        pending = [str(c.get("call_id")) for c in self.tool_calls(run_id)
+                   if c.get("state") == "dispatchable"]
+        if snapshot.get("state") != "waiting_tools" or len(pending) != len(arguments):
+            raise NotTestable(f"not testable: the run never waited for its {len(arguments)} "
+                              f"tool call(s): {snapshot}; calls {canonical(pending)[:300]}")
+        return run_id, session, pending
 
     # -- observing -------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import TOOL, RunWorld, canonical, contains_equal, world
+from arck.conformance.runworld import RunWorld, canonical, contains_equal, world
 from arck.simulator.executor.rules import OUTCOME_MEMBERS, receipt_outcome
-from arck.simulator.provider import SlowAnswer, Step, ToolCall
+from arck.simulator.provider import SlowAnswer, Step
 from arck.simulator.target import Exchange
 
 FUNDS = 10**12
@@ -158,18 +158,7 @@ def test_one_final_receipt_per_call(ctx: CheckContext, case: Any) -> None:
     after the run has ended."""
     first_kind, second_kind = case
     w = world(ctx)
-    calls = [ToolCall(name=TOOL, arguments={"q": "final"}),
-             ToolCall(name=TOOL, arguments={"q": "other"})]
-    agent = w.agent([Step(tool_calls=calls), Step(text="done")])
-    session = w.session(agent, w.wallet(FUNDS))
-    run_id = str(w.start(session, "Use the tool twice").get("run_id"))
-    snapshot, _ = w.settle(run_id)
-    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
-               if c.get("state") == "dispatchable"]
-    if snapshot.get("state") != "waiting_tools" or len(pending) != 2:
-        raise NotTestable(f"not testable: the run never waited for its two tool calls: "
-                          f"{snapshot}")
-    call_id, other = pending
+    run_id, session, [call_id, other] = w.waiting_calls({"q": "final"}, {"q": "other"})
     claim = w.accept(call_id)
     first = w.finish(call_id, claim, "arck-final-1", _payload(first_kind, 1), first_kind)
     if not _ok(first):
@@ -236,18 +225,7 @@ def test_reconciliation_required_is_never_retried(ctx: CheckContext) -> None:
     claim of that other call by the same executor shows the refusals are about the call."""
     w = world(ctx)
     target = w.executors()
-    calls = [ToolCall(name=TOOL, arguments={"q": "unknown outcome"}),
-             ToolCall(name=TOOL, arguments={"q": "control"})]
-    agent = w.agent([Step(tool_calls=calls), Step(text="done")])
-    session = w.session(agent, w.wallet(FUNDS))
-    run_id = str(w.start(session, "Use the tool twice").get("run_id"))
-    snapshot, _ = w.settle(run_id)
-    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
-               if c.get("state") == "dispatchable"]
-    if snapshot.get("state") != "waiting_tools" or len(pending) != 2:
-        raise NotTestable(f"not testable: the run never waited for its two tool calls: "
-                          f"{snapshot}")
-    call_id, other = pending
+    _, _, [call_id, other] = w.waiting_calls({"q": "unknown outcome"}, {"q": "control"})
     claim = w.accept(call_id)
     final = w.finish(call_id, claim, "arck-unknown-outcome",
                      {"status": "unknown", "note": "the handler raised"},
