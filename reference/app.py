@@ -150,14 +150,16 @@ def create_app(
     workers_class: type[Workers] = Workers,
     runtime_class: type[Runtime] = Runtime,
     event_stream: EventStream = of_run,
+    inline_parse: Callable[[bytes], Any] | None = None,
     provider_url: str | None = None,
     test_clock: bool = False,
     lease_seconds: float | None = None,
     executor_secret: str = DEV_EXECUTOR_SECRET,
 ) -> FastAPI:
     """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`),
-    and so may the runtime's seams, `workers_class`, `runtime_class` and `event_stream` (what
-    `GET /v1/runs/{id}/events` streams as SSE).
+    and so may the runtime's seams, `workers_class`, `runtime_class`, `event_stream` (what
+    `GET /v1/runs/{id}/events` streams as SSE) and `inline_parse` (how the bodies of the
+    runs and executor routes are parsed; default the engine's strict `parse_body`).
 
     Runs reach the model provider only on `provider_transport` (base URL http://provider/v1);
     without one, a run's model call is refused and ends it `model_timeout`. `clock` is the
@@ -329,9 +331,11 @@ def create_app(
     def dry_run(principal: Principal = deps["dry_run"], body: Any = body_dep) -> JSONResponse:
         return _respond(engine.dry_run_body(principal, body))
 
+    parse_inline = inline_parse or engine.parse_body  # a seam for the mutant catalogue
+
     async def inline_body(request: Request) -> Any:
         """Dependency: as `json_body`, parsed on the event loop (see runtime/routes.py)."""
-        return engine.parse_body(await limited_body(request))
+        return parse_inline(await limited_body(request))
 
     workers = workers_class(
         engine.store, RunStore(engine.store),

@@ -1,7 +1,9 @@
 """JSONTestSuite (nst/JSONTestSuite, MIT) against every JSON endpoint and as a receipt result.
 
 `y_` files must be measured exactly (BUD-01), `n_` files refused (BUD-05); as whole request
-bodies every file gets a documented 4xx, never a 5xx (PRO-01, PRO-02).
+bodies every file gets a documented 4xx, never a 5xx (PRO-01, PRO-02): on the tool endpoints
+every file, on those of runs, wallets and executors every file strict parsing refuses (a
+valid `{}` is a real request there: a cancel, a heartbeat, a claim).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure
 from arck.conformance.judge import context_preview, error_shape_problem, refused, strict_json
+from arck.conformance.runworld import world
+from arck.simulator.provider import Step
 
 DOCUMENTED_REFUSALS = (400, 413, 422)
 
@@ -81,3 +85,53 @@ def test_corpus_whole_bodies(ctx: CheckContext) -> None:
                    lambda: f"{exchange.describe()} ({problem})")  # noqa: B023
 
 
+
+
+# RFC 8259 lets a parser ignore a byte order mark, and PRO-01 does not name it: where `{}` is
+# a whole request (a cancel, a heartbeat), a BOM before it may be taken.
+_MAY_BE_TAKEN = frozenset({"i_structure_UTF-8_BOM_empty_object.json"})
+
+
+def _not_strict(name: str, raw: bytes) -> bool:
+    """A corpus file strict parsing must refuse: every n_ file, and i_ files strict JSON
+    does not allow (lone surrogates, huge exponents, invalid UTF-8...)."""
+    return name.startswith(("n_", "i_")) and name not in _MAY_BE_TAKEN and \
+        not _strictly_valid(raw)
+
+
+@check("PRO-01", "PRO-02")
+def test_corpus_bodies_on_runs_and_executors(ctx: CheckContext) -> None:
+    """Every JSONTestSuite body strict parsing refuses, sent whole to each JSON endpoint of
+    runs, wallets and executors (as the credential each takes), gets a documented 4xx with
+    the error shape, never a 5xx; and nothing moved: the call they were aimed at is then
+    claimed, accepted and answered as usual, and its run completes."""
+    ctx.require_destructive()
+    w = world(ctx)
+    run_id, _, call_id = w.waiting_call({"q": "hostile bodies"})
+    role = w.executor()
+    idle = w.session(w.agent([Step(text="idle")]), w.wallet(0))
+    wallet = w.wallet(0)
+    endpoints = (
+        ("/v1/channels", "full"), ("/v1/wallets", "full"),
+        (f"/v1/wallets/{wallet}/deposits", "full"), ("/v1/sessions", "full"),
+        (f"/v1/sessions/{idle}/runs", "full"), (f"/v1/runs/{run_id}/input", "full"),
+        (f"/v1/runs/{run_id}/cancel", "full"), ("/v1/executors", "full"),
+        ("/v1/executor/heartbeat", role), (f"/v1/tool-calls/{call_id}/claims", role),
+        (f"/v1/tool-calls/{call_id}/receipts", role),
+        (f"/v1/tool-calls/{call_id}/detach", role), (f"/v1/tool-calls/{call_id}/cancel", "full"),
+    )
+    bodies = [(n, raw) for n, raw in sorted(corpus().items()) if _not_strict(n, raw)]
+    for path, who in endpoints:
+        for name, raw in bodies:
+            exchange = ctx.target.request("POST", path, content=raw, role=who)
+            problem = error_shape_problem(exchange)
+            expect(exchange.status in DOCUMENTED_REFUSALS and problem is None,
+                   ("PRO-01", "PRO-02"),
+                   f"POST {path} with body {name}: a documented 4xx {DOCUMENTED_REFUSALS}",
+                   lambda: f"{exchange.describe()} ({problem})")  # noqa: B023
+    answered = w.answer(call_id, {"status": "ok"}, "arck-after-hostile-bodies")
+    expect(200 <= answered.status < 300, "PRO-01", "the call claimed, accepted and answered "
+           "after the refused bodies", answered.describe)
+    snapshot, _ = w.settle(run_id)
+    expect(snapshot.get("end_reason") == "completed", "PRO-01", "its run completed",
+           str(snapshot))

@@ -964,6 +964,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "executors:stale_claim_accepted",
     ),
     (
+        "loose-inline-bodies",
+        "the runs and executor routes parse bodies with json.loads: not strict, and a body "
+        "that is not JSON is a 500",
+        ("PRO-01",),
+        "executors:loose_inline_bodies",
+    ),
+    (
         "detach-redispatches",
         "a detach after acceptance puts the call back to be claimed",
         ("EXE-15",),

@@ -482,6 +482,13 @@ def stale_claim_accepted() -> FastAPI:
     return serve(runtime_class=StaleClaimAcceptedRuntime)
 
 
+def loose_inline_bodies() -> FastAPI:
+    """The runs and executor routes parse their bodies with plain `json.loads`, as a second
+    router written apart from the first might: NaN and repeated keys are taken, and a body
+    that is not JSON at all escapes as a server error (PRO-01)."""
+    return serve(inline_parse=json.loads)
+
+
 def detach_redispatches() -> FastAPI:
     return serve(runtime_class=DetachReopensRuntime)
 
