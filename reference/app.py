@@ -24,8 +24,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from arck import PROTOCOL_REVISION
+from arck.reference import testclock
 from arck.reference.auth import Principal
-from arck.reference.clock import Clock, ManualClock, WallClock
+from arck.reference.clock import Clock, WallClock
 from arck.reference.engine import Engine
 from arck.reference.errors import (
     ApiError,
@@ -168,14 +169,17 @@ def create_app(
     `provider_url` is an OpenAI-compatible base URL (`http://127.0.0.1:8900/v1`) reached over the
     network, or the base URL used with `provider_transport`. `test_clock` runs the engine on a
     `ManualClock` (or on `clock`, which must then have `advance`) and adds `POST
-    /v1/test-control/clock` (capability `test-clock`). `lease_seconds` is how long a worker's
-    claim on a run lasts unless renewed (RUN-02; docs/runs.md "Leases and recovery").
+    /v1/test-control/clock` (capability `test-clock`); its own clock's time is kept in the
+    store, so a restart on the same database resumes it (reference/testclock.py).
+    `lease_seconds` is how long a worker's claim on a run lasts unless renewed (RUN-02;
+    docs/runs.md "Leases and recovery").
     `executor_secret` derives executor tokens (docs/executors.md); the default is a fixed
     development secret, like the development credentials: not for production.
     """
     engine = engine if engine is not None else Engine(database=database)
-    if test_clock and clock is None:
-        clock = ManualClock()
+    own_clock = test_clock and clock is None
+    if own_clock:
+        clock = testclock.resumed(engine.store)
     if test_clock and not callable(getattr(clock, "advance", None)):
         raise ValueError("test_clock needs a clock with advance(seconds)")
     clock = clock if clock is not None else WallClock()
@@ -357,7 +361,10 @@ def create_app(
     run_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body, event_stream)
     executor_routes.install(app, runtime, deps, Depends(inline_body), _errors, _body)
     if test_clock:
-        run_routes.install_test_clock(app, clock, deps["health"], Depends(inline_body))
+        store = engine.store
+        run_routes.install_test_clock(
+            app, clock, deps["health"], Depends(inline_body),
+            (lambda now: testclock.keep(store, now)) if own_clock else None)
 
     _immutable(app, "/v1/tool-sets/{tool_set_id}", "published tool sets are immutable", deps)
     _immutable(app, "/v1/agent-versions/{agent_version}", "agent versions are immutable", deps)

@@ -171,7 +171,7 @@ def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     target.dev_credentials = tokens == DEV_TOKENS
     if config.target.restart is not None:
         target.restarter = command_restarter(config.target.restart, client,
-                                             config.safety.timeout_seconds)
+                                             config.safety.timeout_seconds, tokens.get("full"))
     return target
 
 

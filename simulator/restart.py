@@ -23,11 +23,13 @@ POLL_S = 0.1
 
 
 def command_restarter(
-    command: str, client: httpx.Client, timeout: float,
+    command: str, client: httpx.Client, timeout: float, token: str | None = None,
     clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
 ) -> Callable[[], None]:
-    """A restart step running `command`, then waiting up to `timeout` s for health."""
+    """A restart step running `command`, then waiting up to `timeout` s for health, asked
+    with `token` (health needs a credential like every endpoint)."""
     argv = shlex.split(command)
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
 
     def restart() -> None:
         try:
@@ -39,20 +41,20 @@ def command_restarter(
             raise TargetUnreachable(
                 f"restart command {command!r} exited {done.returncode}: {told or '(no output)'}"
             )
-        _healthy(client, timeout, clock, sleep, command)
+        _healthy(client, headers, timeout, clock, sleep, command)
 
     return restart
 
 
 def _healthy(
-    client: httpx.Client, timeout: float, clock: Callable[[], float],
-    sleep: Callable[[float], None], command: str,
+    client: httpx.Client, headers: dict[str, str], timeout: float,
+    clock: Callable[[], float], sleep: Callable[[float], None], command: str,
 ) -> None:
     deadline = clock() + timeout
     seen = "no answer"
     while True:
         try:
-            answer = client.get("/v1/health")
+            answer = client.get("/v1/health", headers=headers)
             if answer.status_code == 200:
                 return
             seen = f"{answer.status_code}"

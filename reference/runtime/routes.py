@@ -196,14 +196,19 @@ class ClockAdvance(BaseModel):
     advance_seconds: float = Field(ge=0, le=10**9, allow_inf_nan=False)
 
 
-def install_test_clock(app: FastAPI, clock: Any, caller: Any, body_dep: Any) -> None:
+def install_test_clock(app: FastAPI, clock: Any, caller: Any, body_dep: Any,
+                       kept: Callable[[float], None] | None = None) -> None:
     """Capability `test-clock` (`arck serve --test-clock`): 200 `{"now"}` once every sleeper
-    due by the new time has run. Absent otherwise (404 as any unknown route)."""
+    due by the new time has run, and `kept(now)` has stored it. Absent otherwise (404 as any
+    unknown route)."""
 
     @app.post("/v1/test-control/clock", include_in_schema=False)
     async def advance_clock(principal: Principal = caller, data: Any = body_dep) -> JSONResponse:
         request = _validate(ClockAdvance, data)
-        return JSONResponse({"now": await clock.advance(request.advance_seconds)})
+        now = await clock.advance(request.advance_seconds)
+        if kept is not None:
+            kept(now)
+        return JSONResponse({"now": now})
 
 
 def _async(handler: Callable[..., JSONResponse]) -> Callable[..., Any]:

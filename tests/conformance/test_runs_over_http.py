@@ -4,6 +4,7 @@ subprocess calls arck's simulated provider, served by the harness from a target 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -261,3 +262,81 @@ def test_provider_section_is_strict(tmp_path: Path) -> None:
                                                               "http://[::1]:8900/v1")
     with pytest.raises(UsageError, match="--workers"):
         build_target(None, path, share=2)
+
+
+# Kills `arck serve` the way a crash does and starts it again on the same database: the
+# target file's restart command (docs/targets.md "Restart"). The first start goes through it
+# too; it waits for the old listener to close, not for the process (a killed child of
+# another process may linger as a zombie).
+RESTART = """
+import os, signal, socket, subprocess, sys, time
+pidfile, log, port, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+if os.path.exists(pidfile):
+    try:
+        os.kill(int(open(pidfile).read()), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            break
+        time.sleep(0.02)
+with open(log, "ab") as out:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(port), *args],
+        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+open(pidfile, "w").write(str(child.pid))
+"""
+
+
+def test_restart_over_http_keeps_runs_and_the_test_clock(tmp_path: Path) -> None:
+    """RUN-02 against `arck serve --test-clock` on a file database, killed and started again
+    by a command: its runs go on from what was stored, on a clock that resumed."""
+    import shlex
+
+    port, provider_port = free_port(), free_port()
+    script, pidfile = tmp_path / "restart.py", tmp_path / "serve.pid"
+    script.write_text(RESTART, "utf-8")
+    command = [sys.executable, str(script), str(pidfile), str(tmp_path / "serve.log"),
+               str(port), "--db", str(tmp_path / "db.sqlite3"), "--test-clock",
+               "--provider-url", f"http://127.0.0.1:{provider_port}/v1"]
+    subprocess.run(command, check=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.post(f"{url}/v1/test-control/clock", json={"advance_seconds": 5},
+                              headers=FULL).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "arck serve never answered"
+            time.sleep(0.05)
+        subprocess.run(command, check=True)  # a restart: the clock resumes where it was
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.post(f"{url}/v1/test-control/clock",
+                                    json={"advance_seconds": 0}, headers=FULL)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "arck serve never came back"
+                time.sleep(0.05)
+        assert answer.json() == {"now": START + 5}
+        target = tmp_path / "target.toml"
+        target.write_text(
+            f'[target]\nbase_url = "{url}"\nprofile = "reference"\n'
+            f'capabilities = ["test-clock"]\nrestart = {json.dumps(shlex.join(command))}\n\n'
+            f'[provider]\nlisten = "127.0.0.1:{provider_port}"\n', "utf-8")
+        done = arck("run", "--config", str(target), "--requirements", "RUN-02", "--profile",
+                    "quick", "--max-examples", "3", "--report-dir", str(tmp_path / "report"))
+        checks = _checks(tmp_path / "report")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert checks["runs_durable/test_a_run_survives_restarts"] == "pass"
+    finally:
+        if pidfile.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), 9)

@@ -60,6 +60,18 @@ def test_the_command_runs_then_health_is_awaited(tmp_path: Path) -> None:
     assert len(slept) == 2
 
 
+def test_health_is_asked_with_the_full_credential() -> None:
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("Authorization"))
+        return httpx.Response(200 if request.headers.get("Authorization") else 401)
+
+    client = httpx.Client(base_url="http://svc.test", transport=httpx.MockTransport(answer))
+    command_restarter(f"{sys.executable} -c pass", client, 5.0, "tok-full")()
+    assert seen == ["Bearer tok-full"]
+
+
 def test_a_failing_command_or_a_service_that_stays_down_is_unreachable() -> None:
     failing = command_restarter(f"{sys.executable} -c \"raise SystemExit('boom')\"",
                                 _client([200]), 5.0)
