@@ -76,15 +76,19 @@ def _json_endpoints(ctx: CheckContext) -> list[str]:
 def test_corpus_whole_bodies(ctx: CheckContext) -> None:
     ctx.require_destructive()
     for path in _json_endpoints(ctx):
-        for name, raw in sorted(corpus().items()):
-            exchange = ctx.target.request("POST", path, content=raw)
-            problem = error_shape_problem(exchange)
-            expect(exchange.status in DOCUMENTED_REFUSALS and problem is None,
-                   ("PRO-01", "PRO-02"),
-                   f"POST {path} with body {name}: a documented 4xx {DOCUMENTED_REFUSALS}",
-                   lambda: f"{exchange.describe()} ({problem})")  # noqa: B023
+        _judge_refusals(ctx, path, "full", sorted(corpus().items()))
 
 
+def _judge_refusals(ctx: CheckContext, path: str, role: str,
+                    bodies: list[tuple[str, bytes]]) -> None:
+    """Each body POSTed whole to `path` as `role`: a documented 4xx with the error shape."""
+    for name, raw in bodies:
+        exchange = ctx.target.request("POST", path, content=raw, role=role)
+        problem = error_shape_problem(exchange)
+        expect(exchange.status in DOCUMENTED_REFUSALS and problem is None,
+               ("PRO-01", "PRO-02"),
+               f"POST {path} with body {name}: a documented 4xx {DOCUMENTED_REFUSALS}",
+               lambda: f"{exchange.describe()} ({problem})")  # noqa: B023
 
 
 # RFC 8259 lets a parser ignore a byte order mark, and PRO-01 does not name it: where `{}` is
@@ -122,13 +126,7 @@ def test_corpus_bodies_on_runs_and_executors(ctx: CheckContext) -> None:
     )
     bodies = [(n, raw) for n, raw in sorted(corpus().items()) if _not_strict(n, raw)]
     for path, who in endpoints:
-        for name, raw in bodies:
-            exchange = ctx.target.request("POST", path, content=raw, role=who)
-            problem = error_shape_problem(exchange)
-            expect(exchange.status in DOCUMENTED_REFUSALS and problem is None,
-                   ("PRO-01", "PRO-02"),
-                   f"POST {path} with body {name}: a documented 4xx {DOCUMENTED_REFUSALS}",
-                   lambda: f"{exchange.describe()} ({problem})")  # noqa: B023
+        _judge_refusals(ctx, path, who, bodies)
     answered = w.answer(call_id, {"status": "ok"}, "arck-after-hostile-bodies")
     expect(200 <= answered.status < 300, "PRO-01", "the call claimed, accepted and answered "
            "after the refused bodies", answered.describe)

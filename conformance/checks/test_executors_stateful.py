@@ -210,7 +210,7 @@ class Floor:
             self._restart()
         try:
             self.outcomes.append(self.executor.release(outcome.call_id))
-        except PlanError:  # the restart's recovery sent it already
+        except PlanError:  # nothing held back any more: nothing to send
             return
 
     # -- invariants ------------------------------------------------------------------------
