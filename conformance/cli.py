@@ -429,6 +429,12 @@ def serve(
                           "default: a fixed development secret. Changing it revokes every "
                           "executor token issued under the old one."),
     ] = None,
+    crash_at_commit: Annotated[
+        int | None,
+        typer.Option(help="Tests only: the process kills itself (SIGKILL) inside its N-th "
+                          "write transaction, its changes written but not committed, to "
+                          "test restarts on the same --db (reference/crashpoint.py)."),
+    ] = None,
 ) -> None:
     """Serve the reference engine (or a mutant) over HTTP for a manual or external run."""
     import uvicorn
@@ -436,6 +442,8 @@ def serve(
     from arck.simulator.provider.server import listen
 
     problem = _serve_problem(port, database, provider_url, lease_seconds)
+    if problem is None and crash_at_commit is not None and crash_at_commit < 1:
+        problem = f"--crash-at-commit must be 1 or more, not {crash_at_commit}"
     if problem is not None:
         console.print(f"arck serve: {problem}")
         raise typer.Exit(EXIT_USAGE)
@@ -464,6 +472,9 @@ def serve(
     else:
         console.print("arck serve: --target is reference or mutant:NAME")
         raise typer.Exit(EXIT_USAGE)
+    if crash_at_commit is not None:
+        load_object("arck.reference.crashpoint:arm")(
+            application.state.engine.store, crash_at_commit)
     try:
         sock = listen(host, port)
     except OSError as exc:
@@ -515,8 +526,11 @@ def _serve_problem(
         if not path.parent.is_dir():
             return f"--db {database}: the folder {str(path.parent)!r} does not exist"
         if path.exists():
+            # Read-write, as the engine opens it: a process killed inside a write leaves a
+            # hot journal, which only a connection that may write can roll back (a read-only
+            # one refuses the file, "attempt to write a readonly database", every time).
             try:
-                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)
                 try:
                     db.execute("PRAGMA schema_version").fetchone()
                 finally:

@@ -59,6 +59,9 @@ class Store:
     def __init__(self, database: str = ":memory:") -> None:
         self._lock = threading.RLock()
         self._queued: list[_Queued] = []  # `grouped` work waiting for its group
+        # Called inside every write transaction just before its COMMIT: the crash tests'
+        # seam (reference/crashpoint.py); None in every ordinary use.
+        self.before_commit: Callable[[], None] | None = None
         self._db = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
         with self._lock:
             self._db.executescript(_SCHEMA)
@@ -80,6 +83,8 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            if self.before_commit is not None:
+                self.before_commit()
             self._db.execute("COMMIT")
 
     async def grouped(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -128,6 +133,8 @@ class Store:
                         self._db.execute("RELEASE grouped")
                     if not self._db.in_transaction:  # SQLite rolled it back after an error
                         raise sqlite3.OperationalError("the group's transaction was rolled back")
+                    if self.before_commit is not None:
+                        self.before_commit()
                     self._db.execute("COMMIT")
                 except BaseException:
                     if self._db.in_transaction:

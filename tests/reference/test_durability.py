@@ -4,12 +4,6 @@ RUN-12, BIL-03). In-process on a virtual clock, then `arck serve` killed with SI
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,9 +28,9 @@ from runkit import (
     session,
     until,
 )
+from servekit import Served, free_port, provider_on_socket
 
-from arck.simulator.clock import RealClock
-from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, server
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step
 
 
 async def mid_call(client: httpx.AsyncClient, world: World, run_id: str) -> None:
@@ -180,58 +174,10 @@ RUNS = 3
 SLOW = 3.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def provider_url() -> Iterator[tuple[SimulatedProvider, str]]:
-    provider = SimulatedProvider(clock=RealClock())
-    sock = listen("127.0.0.1", 0)
-    uvicorn_server = server(provider)
-    thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]})
-    thread.start()
-    try:
-        yield provider, f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    finally:
-        uvicorn_server.should_exit = True
-        thread.join()
-        sock.close()
-
-
-class Served:
-    """`arck serve` in a subprocess."""
-
-    def __init__(self, args: list[str], port: int, log: Path) -> None:
-        self.log = log.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(port), *args],
-            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "CI": "true"})
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{self.url}/v1/health", headers=FULL).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError("arck serve never answered")
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-        self.log.close()
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
+    with provider_on_socket() as served:
+        yield served
 
 
 def _steps(i: int) -> list[Step]:
