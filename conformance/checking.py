@@ -10,26 +10,101 @@ pytest's item protocol (baseline entries are judged so).
 Each example starts with the target's recent exchanges cleared; a failure takes them along,
 and is keyed by its requirement IDs and the line of the check's module that raised it, so
 hypothesis shrinks and reports every distinct failure, not only the first.
+
+NotApplicable or NotTestable raised in an example is not a failure to shrink: it ends the
+whole check at once with that verdict (hypothesis would otherwise shrink it, look for more,
+and report a group of "distinct failures" that hides why). Only a setup failure after a real
+failure was found (a shrink candidate that could not be set up, say) drops that one input,
+so the failure stands. A case that applies only under some profile is left out of the
+search by `cases` given as a function of the context, never raised per case.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import pytest
-from hypothesis import Phase, example, given, seed, settings
+from hypothesis import Phase, example, given, reject, seed, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from hypothesis.strategies import SearchStrategy
 
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import CheckFailure, keyed
+from arck.conformance.errors import (
+    CheckFailure,
+    CheckTimeout,
+    NotApplicable,
+    NotTestable,
+    keyed,
+    with_request,
+)
 from arck.conformance.outcomes import check_failures
 
 CaseFn = Callable[[CheckContext, Any], None]
 PlainFn = Callable[[CheckContext], None]
+Cases = SearchStrategy[Any] | Callable[[CheckContext], SearchStrategy[Any]]
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Verdict(BaseException):
+    """A NotApplicable or NotTestable raised in one example, carried out of hypothesis.
+
+    Hypothesis counts every Exception as a failing example; a BaseException other than
+    SystemExit and GeneratorExit it lets through untouched, with no shrinking and no search
+    for more (`failure_exceptions_to_catch` in hypothesis.core). The check's test function
+    unwraps it (`_searching`).
+    """
+
+    def __init__(self, verdict: NotApplicable | NotTestable) -> None:
+        super().__init__(str(verdict))
+        self.verdict = verdict
+
+
+@dataclass
+class _Search:
+    """One hypothesis search of a check: whether it has found a real failure yet."""
+
+    failed: bool = False
+
+
+_SEARCH: ContextVar[_Search | None] = ContextVar("arck_search", default=None)
+
+
+def _carry(exc: NotApplicable | NotTestable) -> NoReturn:
+    """Inside a search, end the check with `exc` at once; a setup failure after a failure
+    was found only drops this input (the failure is the verdict). Outside, raise `exc`."""
+    search = _SEARCH.get()
+    if search is None:
+        raise exc
+    if isinstance(exc, NotTestable) and search.failed:
+        reject()
+    raise _Verdict(exc)
+
+
+def _searching(search: Callable[[], None]) -> None:
+    """Run a hypothesis search; a verdict carried out of it ends the check as that verdict,
+    unless real failures were found beside it (in explicit examples), which then stand."""
+    token = _SEARCH.set(_Search())
+    try:
+        search()
+    except _Verdict as carried:
+        raise carried.verdict from None
+    except BaseExceptionGroup as group:
+        verdicts, rest = group.split(_Verdict)
+        if verdicts is None:
+            raise
+        if rest is not None and check_failures(rest):
+            raise rest from None
+        first: BaseException = verdicts
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        assert isinstance(first, _Verdict)
+        raise first.verdict from None
+    finally:
+        _SEARCH.reset(token)
 
 
 def _tag(ids: tuple[str, ...], fn: Callable[..., Any], test: F) -> F:
@@ -42,15 +117,18 @@ def _tag(ids: tuple[str, ...], fn: Callable[..., Any], test: F) -> F:
 
 
 def property_check(
-    *ids: str, cases: SearchStrategy[Any], examples: tuple[Any, ...] = (),
+    *ids: str, cases: Cases, examples: tuple[Any, ...] = (),
     cap: int | None = None,
 ) -> Callable[[CaseFn], Any]:
     """A check run over many generated cases; the shrunk failing case is kept as its example.
 
-    `examples` are cases tried on every run whatever the seed: the classic defects a check
-    exists for, so it bites even when the random search is short. `cap` bounds the cases
-    generated whatever the profile asks, for a check whose cases are few and each costly
-    (a kill and restart, a whole conversation): more would repeat the same ground.
+    `cases` is a strategy, or a function of the context giving one: cases that apply only
+    under the reference profile are left out of the search elsewhere (raising NotApplicable
+    for one case would end the whole check). `examples` are cases tried on every run
+    whatever the seed: the classic defects a check exists for, so it bites even when the
+    random search is short. `cap` bounds the cases generated whatever the profile asks, for
+    a check whose cases are few and each costly (a kill and restart, a whole conversation):
+    more would repeat the same ground.
     """
 
     def decorate(fn: CaseFn) -> Any:
@@ -59,8 +137,9 @@ def property_check(
                 _run(fn, arck, arck_replay_case, arck_replay_case)
                 return
             arck.examples = 0
+            strategy = cases if isinstance(cases, SearchStrategy) else cases(arck)
 
-            @given(case=cases)
+            @given(case=strategy)
             def explore(case: Any) -> None:
                 arck.examples = (arck.examples or 0) + 1
                 _run(fn, arck, case, case)
@@ -73,7 +152,7 @@ def property_check(
             explore = chosen(explore)
             if arck.seed is not None:
                 explore = seed(arck.seed)(explore)
-            explore()
+            _searching(explore)
 
         test.arck_replay = lambda ctx, case: _run(fn, ctx, case, case)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
@@ -129,7 +208,10 @@ def stateful_check(
                 recent = getattr(arck.target, "recent", None)
                 if recent is not None:
                     recent.clear()
-                return machine(arck)
+                try:
+                    return machine(arck)
+                except (NotApplicable, NotTestable) as exc:
+                    _carry(exc)
 
             if arck.seed is not None:
                 factory = seed(arck.seed)(factory)
@@ -139,9 +221,10 @@ def stateful_check(
             programs = arck.settings.max_examples if cap is None else \
                 min(cap, arck.settings.max_examples)
             with _scenarios(scenario):
-                run_state_machine_as_test(cast(Any, factory), settings=settings(
-                    arck.settings, stateful_step_count=steps, phases=phases,
-                    max_examples=programs))
+                chosen = settings(arck.settings, stateful_step_count=steps, phases=phases,
+                                  max_examples=programs)
+                _searching(lambda: run_state_machine_as_test(cast(Any, factory),
+                                                             settings=chosen))
 
         test.arck_replay = replay  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
@@ -177,7 +260,9 @@ class _scenarios:
 def _run(
     fn: Callable[..., None], ctx: CheckContext, case: Any, *args: Any, clear: bool = True
 ) -> None:
-    """One example: `fn(ctx, *args)` on a fresh exchange log, failing as its keyed failure."""
+    """One example: `fn(ctx, *args)` on a fresh exchange log, failing as its keyed failure;
+    a verdict (not applicable, not testable) ends the search; any other error keeps the
+    last request sent before it, for the report."""
     recent = getattr(ctx.target, "recent", None)
     if recent is not None and clear:
         recent.clear()
@@ -185,8 +270,17 @@ def _run(
         fn(ctx, *args)
     except CheckFailure as caught:
         failure = caught
+    except (NotApplicable, NotTestable) as verdict:
+        _carry(verdict)
+    except (Exception, CheckTimeout) as error:
+        if recent:
+            with_request(error, recent[-1].reproduction())
+        raise
     else:
         return
+    search = _SEARCH.get()
+    if search is not None:
+        search.failed = True
     if failure.example is None:
         failure.example = case
     failure.exchanges = [e.reproduction() for e in recent or ()]

@@ -17,7 +17,7 @@ from arck.conformance import baseline as baseline_mod
 from arck.conformance import catalogue, protocol_doc
 from arck.conformance.coverage import CHECKS_DIR, coverage
 from arck.conformance.display import Display
-from arck.conformance.events import CheckFinished
+from arck.conformance.events import CheckFinished, ReplayJudged
 from arck.conformance.outcomes import EXIT_USAGE
 from arck.conformance.scenario_cli import scenario_app
 from arck.simulator.errors import UsageError
@@ -68,6 +68,7 @@ def pytest_args(
     check_timeout: float | None = None,
     baseline: Path | None = None,
     workers: str = "1",
+    more_failures_seconds: float | None = None,
 ) -> list[str]:
     """The pytest command line that `arck run` and `arck replay` drive."""
     args = [
@@ -95,6 +96,7 @@ def pytest_args(
         ("--arck-case", case),
         ("--arck-check-timeout", check_timeout),
         ("--arck-baseline", baseline),
+        ("--arck-more-failures-seconds", more_failures_seconds),
     ]
     for flag, value in options:
         if value is not None:
@@ -149,6 +151,15 @@ def run(
             parser=parse_workers,
         ),
     ] = "1",
+    more_failures_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="After a check's first failure, how many seconds hypothesis goes on looking "
+            "for other distinct failures (0: stop at the first). Raise it for a slow "
+            "service; every failure found, and the first, replays exactly either way.",
+        ),
+    ] = 10.0,
 ) -> None:
     """Run the conformance suite; exit 0 conformant, 1 not, 2 usage error or unreachable."""
     if target is None and config is None:
@@ -166,6 +177,7 @@ def run(
         check_timeout=check_timeout,
         baseline=baseline,
         workers=workers,
+        more_failures_seconds=more_failures_seconds,
     )
     raise typer.Exit(_drive(args))
 
@@ -211,10 +223,13 @@ class _Exchanges:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.judged: ReplayJudged | None = None
 
     def pytest_arck_event(self, event: Any) -> None:
         if isinstance(event, CheckFinished):
             self.lines += event.result.exchanges
+        elif isinstance(event, ReplayJudged):
+            self.judged = event
 
 
 @app.command()
@@ -254,7 +269,13 @@ def replay(
         for line in exchanges.lines:
             console.print(line, markup=False, soft_wrap=True)
     verdict = {0: "FIXED", 1: "STILL FAILING"}.get(code, "NOT JUDGED")
-    console.print(f"{verdict}: {check_name} ({', '.join(data.get('requirements', []))})")
+    how = ""
+    if code == 1 and exchanges.judged is not None:
+        how = f", {exchanges.judged.how}"
+    elif code == 1:  # no failure was judged: the check stopped before it (not testable)
+        verdict = "NOT JUDGED"
+    console.print(f"{verdict}: {check_name} ({', '.join(data.get('requirements', []))}){how}",
+                  markup=False)
     raise typer.Exit(code)
 
 

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arck.conformance.events import BaselineJudged, CheckFinished, Event, RunFinished, RunStarted
-from arck.reports.model import Status
+from arck.reports.model import CheckResult, Status
 
 STYLE = {
     Status.PASS: "green",
@@ -23,6 +23,9 @@ STYLE = {
     Status.NOT_COVERED: "dim",
     Status.KNOWN_FAILURE: "dark_orange",
 }
+
+# Whose an error is, as a terminal line says it (reports/model.py PROBLEM_ORIGINS in full).
+ORIGINS = {"target": "from the target", "arck": "in arck (please report it)"}
 
 
 class Display:
@@ -82,6 +85,22 @@ class Display:
                 )
                 if replay:
                     self.console.print(f"  replay: {replay}", markup=False)
+            self._errors(r)
+
+    def _errors(self, r: CheckResult) -> None:
+        """Each error that kept the check from judging: whose it is, where arck raised it,
+        the request it is about (the headline above already names a lone one)."""
+        for n, problem in enumerate(r.errors, 1):
+            origin = ORIGINS.get(problem.origin, problem.origin)
+            if len(r.errors) > 1 or r.failures:
+                self.console.print(f"  error {n} of {len(r.errors)}, {origin}: {problem.type}: "
+                                   f"{problem.message[:500]}", markup=False)
+            else:
+                self.console.print(f"  {origin}: {problem.type}", markup=False)
+            if problem.where:
+                self.console.print(f"    raised at {problem.where}", markup=False)
+            for line in (problem.request or "").splitlines()[:2]:
+                self.console.print(f"    {line[:300]}", markup=False)
 
     def _done(self, event: RunFinished) -> None:
         if self.progress is not None:

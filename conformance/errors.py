@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from arck.simulator.errors import TargetUnreachable, UsageError
+
+if TYPE_CHECKING:
+    from arck.simulator.target import Exchange
 
 __all__ = [
     "ArckError",
@@ -15,6 +18,8 @@ __all__ = [
     "TargetUnreachable",
     "UsageError",
     "keyed",
+    "request_of",
+    "with_request",
 ]
 
 class ArckError(Exception):
@@ -86,7 +91,32 @@ class NotApplicable(ArckError):
 
 
 class NotTestable(ArckError):
-    """A prerequisite failed (setup, an earlier step), so the check could not judge."""
+    """A prerequisite failed (setup, an earlier step), so the check could not judge.
+
+    `exchange`, when the failure is a request the target refused or answered unusably, is
+    kept (as its curl line and answer) so the report shows which request it was.
+    """
+
+    def __init__(self, message: str, *, exchange: Exchange | None = None) -> None:
+        super().__init__(message)
+        if exchange is not None:
+            with_request(self, exchange.reproduction())
+
+
+_REQUEST = "arck_request"
+
+
+def with_request(exc: BaseException, request: str) -> None:
+    """Remember on `exc` the request it is about (a curl line and its answer), unless it
+    already names one: the report shows it beside the error (H-02)."""
+    if getattr(exc, _REQUEST, None) is None:
+        setattr(exc, _REQUEST, request)
+
+
+def request_of(exc: BaseException) -> str | None:
+    """The request `with_request` kept on `exc`, if any."""
+    found = getattr(exc, _REQUEST, None)
+    return found if isinstance(found, str) else None
 
 
 class CheckTimeout(BaseException):

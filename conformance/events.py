@@ -28,12 +28,21 @@ class BaselineJudged:
 
 
 @dataclass(frozen=True)
+class ReplayJudged:
+    """A replayed case failed again: the way it was found (`same`), or another (`how`)."""
+
+    check: str
+    same: bool
+    how: str
+
+
+@dataclass(frozen=True)
 class RunFinished:
     report: RunReport
     report_dir: str | None
 
 
-Event = RunStarted | CheckFinished | BaselineJudged | RunFinished
+Event = RunStarted | CheckFinished | BaselineJudged | ReplayJudged | RunFinished
 
 
 class hookspecs:

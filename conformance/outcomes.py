@@ -5,8 +5,11 @@ One mapping each, used by the plugin, the CLI and the reports alike.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Collection, Iterable
+from pathlib import Path
 
+import arck
 from arck.conformance.catalogue import Catalogue, Requirement
 from arck.conformance.errors import (
     CheckFailure,
@@ -14,8 +17,9 @@ from arck.conformance.errors import (
     NotApplicable,
     NotTestable,
     TargetUnreachable,
+    request_of,
 )
-from arck.reports.model import CheckResult, Failure, RequirementRow, Status
+from arck.reports.model import CheckResult, Failure, Problem, RequirementRow, Status
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -35,21 +39,63 @@ def check_failures(exc: BaseException | None) -> list[CheckFailure]:
 
     Hypothesis reports distinct failures as a group, and a failure that did not reproduce on
     replay as a FlakyFailure group; for a non-deterministic target (BUD-14) that is the very
-    defect, so it stays a failure. A group holding anything else is not a clean failure: [].
-    Failures of one key (see `errors.keyed`) count once; the order is the check's own, by line.
+    defect, so it stays a failure. A failure found beside other errors still stands: it was
+    seen on its own input (the errors are shown too, `problems`). Failures of one key (see
+    `errors.keyed`) count once; the order is the check's own, by line.
     """
-    if isinstance(exc, CheckFailure):
-        return [exc]
-    if not isinstance(exc, BaseExceptionGroup):
-        return []
     found: dict[object, CheckFailure] = {}
-    for inner in exc.exceptions:
-        failures = check_failures(inner)
-        if not failures:
-            return []
-        for failure in failures:
-            found.setdefault(type(failure).key or id(failure), failure)
+    for leaf in _leaves(exc):
+        if isinstance(leaf, CheckFailure):
+            found.setdefault(type(leaf).key or id(leaf), leaf)
     return sorted(found.values(), key=_position)
+
+
+def _leaves(exc: BaseException | None) -> list[BaseException]:
+    """The errors behind `exc`: itself, or every one inside its (nested) groups."""
+    if exc is None:
+        return []
+    if not isinstance(exc, BaseExceptionGroup):
+        return [exc]
+    return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+
+
+def problems(exc: BaseException | None) -> list[Problem]:
+    """Each error behind `exc` that is neither a failure nor "not applicable", once: what
+    kept the check from judging, with the request it is about and, for an error in a
+    check, where arck raised it."""
+    shown: dict[tuple[str, str], Problem] = {}
+    for leaf in _leaves(exc):
+        if isinstance(leaf, CheckFailure | NotApplicable):
+            continue
+        harness = not isinstance(leaf, NotTestable | TargetUnreachable | CheckTimeout)
+        problem = Problem(type(leaf).__name__, _text(leaf), "arck" if harness else "target",
+                          request_of(leaf), _where(leaf) if harness else None)
+        shown.setdefault((problem.type, problem.message), problem)
+    return list(shown.values())
+
+
+def _text(exc: BaseException) -> str:
+    text = str(exc) or repr(exc)
+    if isinstance(exc, CheckTimeout):
+        text = f"the target did not answer in time: {text}"
+    return text[:MAX_PROBLEM_CHARS]
+
+
+MAX_PROBLEM_CHARS = 2000
+_ARCK = [Path(arck.__file__).resolve().parent]
+_ARCK += [(_ARCK[0] / part).resolve() for part in ("conformance", "simulator", "reports")]
+
+
+def _where(exc: BaseException) -> str | None:
+    """The innermost frame of `exc` in arck's own code, as `folder/file.py:line`."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename).resolve()
+        for root in _ARCK:
+            if path.is_relative_to(root):
+                found = f"{path.relative_to(root.parent)}:{frame.lineno}"
+                break
+    return found
 
 
 def _position(failure: CheckFailure) -> tuple[str, int, tuple[str, ...]]:
@@ -63,22 +109,34 @@ def check_failure(exc: BaseException | None) -> CheckFailure | None:
 
 
 def classify(exc: BaseException | None, level: str) -> tuple[Status, str]:
-    """The status of a finished check, and the message to show with it."""
-    exc = check_failure(exc) or exc
+    """The status of a finished check, and the message to show with it: a failure's own,
+    or every error that kept the check from judging, each named (`problems` has them
+    whole, with their requests)."""
+    failure = check_failure(exc)
+    if failure is not None:
+        status = Status.WARN if level == "recommended" else Status.FAIL
+        return status, str(failure)
     if exc is None:
         return Status.PASS, ""
-    if isinstance(exc, CheckFailure):
-        status = Status.WARN if level == "recommended" else Status.FAIL
-        return status, str(exc)
-    if isinstance(exc, NotApplicable):
-        return Status.NOT_APPLICABLE, str(exc)
-    if isinstance(exc, CheckTimeout):
-        return Status.NOT_TESTABLE, f"the target did not answer in time: {exc}"
-    if isinstance(exc, NotTestable | TargetUnreachable):
-        return Status.NOT_TESTABLE, str(exc)
-    # Anything else is a defect in a check or an answer it could not interpret: it must not
-    # pass, and it is not a judgement on a requirement either.
-    return Status.NOT_TESTABLE, f"check could not judge ({type(exc).__name__}: {exc})"
+    errors = problems(exc)
+    if not errors:  # nothing but "not applicable" behind it
+        return Status.NOT_APPLICABLE, str(_leaves(exc)[0])
+    # Anything but a refused step, a hang or no answer is a defect in a check or an answer
+    # it could not interpret: it must not pass, and it is not a judgement on a requirement.
+    if len(errors) == 1:
+        return Status.NOT_TESTABLE, _headline(errors[0], alone=True)
+    listed = "; ".join(f"({n}) {_headline(e, alone=False)}" for n, e in enumerate(errors, 1))
+    return Status.NOT_TESTABLE, f"check could not judge: {len(errors)} errors: {listed}"
+
+
+def _headline(problem: Problem, *, alone: bool) -> str:
+    """One error on one line: a target's own message as it is, an error in a check named."""
+    text = problem.message if alone else problem.message[:300]
+    if problem.origin == "target":
+        return text if alone else f"{problem.type}: {text}"
+    where = f", at {problem.where}" if problem.where else ""
+    named = f"{problem.type}: {text}{where}"
+    return f"check could not judge ({named})" if alone else named
 
 
 def requirement_matrix(

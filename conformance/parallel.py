@@ -25,7 +25,7 @@ import pytest
 
 import arck.conformance.checks as checks_package
 from arck.conformance.coverage import check_id, requirement_ids
-from arck.reports.model import CheckResult, Failure, Status
+from arck.reports.model import CheckResult, Failure, Problem, Status
 
 RESULT_ATTR = "arck_result"  # the attribute of a TestReport that carries a CheckResult
 SEED_KEY = "arck_seed"
@@ -103,6 +103,7 @@ def decode(text: str) -> CheckResult:
     values = {k: v for k, v in data.items() if k in fields}
     values["status"] = Status(values["status"])
     values["failures"] = [Failure(**f) for f in values.get("failures", [])]
+    values["errors"] = [Problem(**e) for e in values.get("errors", [])]
     return CheckResult(**values)
 
 

@@ -54,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_CHECK_TIMEOUT,
         help="seconds before a hung check is 'not testable'",
     )
+    group.addoption(
+        "--arck-more-failures-seconds",
+        type=float,
+        default=10.0,
+        help="after a check's first failure, seconds to look for other distinct ones "
+        "(0: stop at the first; default 10, hypothesis's own figure)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,6 +69,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "requirement(*ids): the protocol requirement IDs (docs/protocol.md) a check covers",
     )
     if config.getoption("arck_target") or config.getoption("arck_config"):
+        from arck.conformance.searchtime import set_more_failures_seconds
+
+        try:
+            set_more_failures_seconds(config.getoption("arck_more_failures_seconds"))
+        except ValueError as exc:
+            raise pytest.UsageError(f"--arck-more-failures-seconds: {exc}") from None
         from arck.conformance.parallel import inherited_seed
         from arck.conformance.session import ArckRun
 

@@ -13,14 +13,15 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.simulator.control import Control
-from arck.simulator.executor.rules import contains_equal
+from arck.simulator.executor.rules import contains_equal, run_state
 from arck.simulator.provider import (
     RecordedRequest,
+    RequestRecord,
     SimulatedProvider,
     Step,
     ToolCall,
@@ -29,7 +30,9 @@ from arck.simulator.provider import (
 from arck.simulator.target import Exchange, ExecutorTarget, RuntimeTarget
 
 __all__ = ["PROMPT", "SETTLED", "TOOL", "Agent", "ChannelSpec", "RunWorld", "canonical",
-           "contains_equal", "world"]
+           "contains_equal", "only", "world"]
+
+T = TypeVar("T")
 
 SETTLED = frozenset({"ended", "waiting_tools"})
 PROMPT = "You are an arck conformance agent."  # then the script's tag
@@ -188,6 +191,12 @@ class RunWorld:
             self.control.advance(max(0.0, deadline - self.control.now()))
         return self.snapshot(run_id), MAX_WAIT_STEPS
 
+    def idle(self, seconds: float) -> None:
+        """Move time over a stretch in which nothing the check judges needs the provider
+        (an executor's silence): one step where the control can take it (`advance_idle`;
+        docs/targets.md "Runs"), else as `advance`."""
+        getattr(self.control, "advance_idle", self.control.advance)(seconds)
+
     def drive(
         self, run_id: str, result: Callable[[int], Any], receipt: Callable[[int], str],
         rounds: int = 20,
@@ -243,11 +252,21 @@ class RunWorld:
                                 "bindings": list(bindings or [self.ctx.binding_id()])}
         if permissions is not None:
             body["permissions"] = list(permissions)
-        role = target.executor_role(self._id(target.register_executor(body), "executor_id",
-                                             "register an executor"))
+        exchange = target.register_executor(body)
+        self.executor_api(exchange)
+        role = target.executor_role(self._id(exchange, "executor_id", "register an executor"))
         if online:
             self.ok(target.heartbeat(role), "send an executor heartbeat")
         return role
+
+    @staticmethod
+    def executor_api(registered: Exchange) -> None:
+        """"Not applicable" when registering an executor met no executor API: an unknown
+        route (404, 405, 501) whose answer names no binding (a 404 about the binding the
+        check registered is the target's own trouble, and stays "not testable")."""
+        if registered.status in (404, 405, 501) and b"binding" not in registered.body.lower():
+            raise NotApplicable(f"the target has no executor API (docs/executors.md): "
+                                f"registering an executor answered {registered.describe()}")
 
     def accept(self, call_id: str) -> str:
         """Claim a call and have its acceptance confirmed: the claim's id."""
@@ -275,6 +294,15 @@ class RunWorld:
     ) -> Exchange:
         """Claim, accept and finish a call as a well-behaved executor: the final's answer."""
         return self.finish(call_id, self.accept(call_id), receipt_id, result, kind)
+
+    def state(self, run_id: str, session: str, *, only_ended: bool = False) -> str | None:
+        """The run's snapshot and its session's two histories as one canonical text (with
+        `only_ended`: None until the run has ended); "not testable" when the run cannot be
+        read (`simulator/executor/rules.run_state`, shared with the scenario runner)."""
+        snapshot, state = run_state(self.target, run_id, session, only_ended=only_ended)
+        if not isinstance(snapshot, dict):
+            self.snapshot(run_id)  # raises, naming the answer
+        return state
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
         return self.ok(self.target.get_run(run_id), f"read run {run_id}")
@@ -310,6 +338,30 @@ class RunWorld:
         """What the provider received in this agent's conversation, in order."""
         return [r for r in self.provider.recorded() if r.conversation == agent.script]
 
+    def received(self, agent: Agent, run_id: str, calls: int = 1) -> list[RequestRecord]:
+        """The provider's records of this agent's conversation once it holds `calls` of
+        them, each counted (its usage known): time moves to each next timer meanwhile, as
+        `settle` does, for a service that calls the provider a moment after it was asked
+        (the quiet wait over HTTP is only 30 ms) or on its own clock. "Not testable",
+        saying what is missing and what was seen, when the run settles first or nothing
+        will move it any more."""
+        for _ in range(MAX_WAIT_STEPS):
+            found = [r for r in self.provider.records() if r.conversation == agent.script
+                     and r.true_usage is not None]
+            if len(found) >= calls:
+                return found
+            snapshot = self.snapshot(run_id)
+            deadline = None if snapshot.get("state") in SETTLED else self.control.next_deadline()
+            if deadline is None:
+                break
+            self.control.advance(max(0.0, deadline - self.control.now()))
+        found = [r for r in self.provider.records() if r.conversation == agent.script]
+        raise NotTestable(
+            f"not testable: the provider never received model call {len(found) + 1} of run "
+            f"{run_id} (conversation {agent.script}; {calls} expected): it holds "
+            f"{[(r.id, r.outcome) for r in found]} of it, {len(self.provider.records())} "
+            f"request(s) in all; the run is {str(self.snapshot(run_id))[:300]}")
+
     @contextmanager
     def faults(self, *kinds: str) -> Iterator[None]:
         """The block needs each of `kinds` to fire at least once, or it tested nothing."""
@@ -325,14 +377,15 @@ class RunWorld:
     def ok(self, exchange: Exchange, step: str) -> dict[str, Any]:
         data = exchange.json_or_none()
         if not (200 <= exchange.status < 300) or not isinstance(data, dict):
-            raise NotTestable(f"setup could not {step}: {exchange.describe()}")
+            raise NotTestable(f"setup could not {step}: {exchange.describe()}",
+                              exchange=exchange)
         return data
 
     def _id(self, exchange: Exchange, key: str, step: str) -> str:
         value = self.ok(exchange, step).get(key)
         if not isinstance(value, str):
             raise NotTestable(f"setup could not {step}: no string {key!r} in "
-                              f"{exchange.describe()}")
+                              f"{exchange.describe()}", exchange=exchange)
         return value
 
 
@@ -357,6 +410,18 @@ def needs_virtual_time(w: RunWorld, what: str) -> None:
             f"not applicable: {what} needs the test-clock capability (virtual time); in real "
             "time it would take minutes (docs/targets.md, Runs)"
         )
+
+
+def only(items: Sequence[T], what: str, seen: Callable[[], str] | str = "") -> T:
+    """The one item of `items`, or "not testable" naming what was looked for, how many
+    were found (and which) and, from `seen`, what the target showed instead: a check
+    never stops at a bare unpacking's ValueError."""
+    if len(items) == 1:
+        return items[0]
+    found = "none" if not items else f"{len(items)}: {str(list(items))[:300]}"
+    shown = seen() if callable(seen) else seen
+    raise NotTestable(f"not testable: expected exactly one {what}, found {found}"
+                      + (f"; {shown[:400]}" if shown else ""))
 
 
 def canonical(value: Any) -> str:

@@ -17,10 +17,24 @@ from hypothesis import HealthCheck, settings
 
 import arck
 from arck.conformance import baseline as baselines
-from arck.conformance import catalogue, coverage, inputs, outcomes, parallel
+from arck.conformance import (
+    catalogue,
+    coverage,
+    inputs,
+    outcomes,
+    parallel,
+    replayjudge,
+    searchtime,
+)
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
-from arck.conformance.events import BaselineJudged, CheckFinished, RunFinished, RunStarted
+from arck.conformance.events import (
+    BaselineJudged,
+    CheckFinished,
+    ReplayJudged,
+    RunFinished,
+    RunStarted,
+)
 from arck.conformance.parallel import RESULT_ATTR
 from arck.reports.model import CheckResult, Failure, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
@@ -264,11 +278,15 @@ class ArckRun:
             duration_s=round(call.duration, 3),
             examples=self._context.examples if self._context else None,
         )
+        result.errors = outcomes.problems(exc) if status is not Status.NOT_APPLICABLE else []
         failures = outcomes.check_failures(exc)
         if failures or self.case is not None:  # a replay always shows its requests
             result.exchanges = [e.reproduction() for e in getattr(self.target, "recent", ())]
         if failures:
             self._record_failures(item, failures, result)
+            if self.case is not None and self.case.get("check") == item.name:
+                same, how = replayjudge.compare(self.case, failures)
+                self.config.hook.pytest_arck_event(event=ReplayJudged(item.name, same, how))
             message = result.message
             if all(f.known for f in result.failures):
                 result.status = status = Status.KNOWN_FAILURE
@@ -337,6 +355,7 @@ class ArckRun:
                 "search_profile": self.search_profile,
                 "max_examples": self.settings.max_examples,
                 "strict": self.strict,
+                "more_failures_seconds": searchtime.more_failures_seconds(),
                 "requirements": self.requirements_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),
                 "workers": int(self.config.getoption("numprocesses", 0) or 0)
@@ -536,6 +555,7 @@ class ArckRun:
             "target_profile": self.target.info.profile,
             "message": entry.message,
             "failed": entry.requirements,
+            "assertion": replayjudge.assertion_of(failure),
             "input": entry.input_kind,
             "case": json.loads(text),
             "exchanges": entry.exchanges,

@@ -25,6 +25,7 @@ __all__ = [
     "adversarial_snippets",
     "adversarial_text",
     "budgets",
+    "buried_fields_results",
     "deep_nesting",
     "huge_int_digits",
     "json_keys",
@@ -470,6 +471,42 @@ def multimodal_over_budget_cases(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
         unit = draw(adversarial_text(min_bytes=1, max_bytes=64))
         holder[field] += unit * math.ceil(need / escaped_size(unit))
     return budget, result
+
+
+# --- cursors, ids and status where a projection drops them (BUD-20) ----------------------
+
+_STATUSES = ("ok", "done", "pending", "failed", '"quoted"', "中文", "a\\b")
+
+
+@st.composite
+def buried_fields_results(draw: st.DrawFn, budget: int) -> dict[str, Any]:
+    """A result over ``budget`` whose cursors, ids and status sit where a projection drops
+    them, between two runs of text each at least ``budget`` bytes long (keys sort them
+    there: `a_log` < `m` < `z_log`): a cursor five levels deep, the ids and status of a long
+    list's items, a cursor longer than BUD-22's 128 bytes, many records keyed by id; and,
+    sometimes, shallow status-like fields beside them, which a projection may keep."""
+    cursor = st.one_of(st.text("abcdefXYZ0123456789-_=", min_size=1, max_size=40),
+                       adversarial_text(min_bytes=1, max_bytes=60))
+    status = st.sampled_from(_STATUSES)
+    kinds = draw(st.sets(st.sampled_from(("deep", "items", "long", "records")), min_size=1))
+    buried: dict[str, Any] = {}
+    if "deep" in kinds:
+        buried["meta"] = {"paging": {"links": {"next": {"cursor": draw(cursor)}}}}
+    if "items" in kinds:
+        buried["items"] = [{"id": f"it-{i:04d}", "status": draw(status)}
+                           for i in range(draw(st.integers(1, 40)))]
+    if "long" in kinds:
+        long = st.builds(sized_string, st.sampled_from(SIZED_UNITS), st.integers(130, 400))
+        buried["page"] = {"next_cursor": draw(long), "has_more": draw(st.booleans())}
+    if "records" in kinds:
+        buried["records"] = {f"r{i:03d}": {"state": draw(status), "total": i}
+                             for i in range(draw(st.integers(1, 30)))}
+    shallow = draw(st.dictionaries(st.sampled_from(("id", "status", "next_cursor", "has_more")),
+                                   st.one_of(cursor, st.booleans(), st.integers(0, 10**9)),
+                                   max_size=4))
+    runs = st.builds(sized_string, st.sampled_from(SIZED_UNITS),
+                     st.integers(budget, 2 * budget))
+    return {"a_log": draw(runs), "m": buried, "z_log": draw(runs), **shallow}
 
 
 # --- plain helpers -----------------------------------------------------------------------

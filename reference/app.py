@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from arck import PROTOCOL_REVISION
-from arck.reference import testclock
+from arck.reference import migrations, testclock
 from arck.reference.auth import Principal
 from arck.reference.clock import Clock, WallClock
 from arck.reference.engine import Engine
@@ -56,6 +56,7 @@ from arck.reference.runtime.runstore import RunStore
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.stream import EventStream, of_run
 from arck.reference.runtime.worker import Workers
+from arck.reference.store import Store
 
 __all__ = ["ReferenceApp", "create_app"]
 
@@ -156,6 +157,7 @@ def create_app(
     test_clock: bool = False,
     lease_seconds: float | None = None,
     executor_secret: str = DEV_EXECUTOR_SECRET,
+    migrate: Callable[[Store], object] = migrations.migrate,
 ) -> FastAPI:
     """The reference engine's ASGI app; `engine` may be a mutant (a subclass of `Engine`),
     and so may the runtime's seams, `workers_class`, `runtime_class`, `event_stream` (what
@@ -175,6 +177,8 @@ def create_app(
     docs/runs.md "Leases and recovery").
     `executor_secret` derives executor tokens (docs/executors.md); the default is a fixed
     development secret, like the development credentials: not for production.
+    `migrate` brings the store to the current revision once, before anything is served
+    (DEF-07, reference/migrations.py): a seam for the mutant catalogue.
     """
     engine = engine if engine is not None else Engine(database=database)
     own_clock = test_clock and clock is None
@@ -349,6 +353,8 @@ def create_app(
         workers.lease_seconds = lease_seconds
     runtime = runtime_class(engine, workers, clock, executor_secret=executor_secret)
     app.state.runtime = runtime
+    # Every table is installed by now; an older store is migrated before the first request.
+    migrate(engine.store)
     # Executor tokens are found in this store, derived under this app's secret.
     engine.find_executor = runtime.executors.principal
 

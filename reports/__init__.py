@@ -15,18 +15,28 @@ from arck.reports.html import (
 )
 from arck.reports.json_report import SCHEMA_VERSION, render_json, report_schema, write_json
 from arck.reports.junit import JUNIT_OUTCOMES, Outcome, render_junit, write_junit
-from arck.reports.model import CheckResult, Failure, RequirementRow, RunReport, Status
+from arck.reports.model import (
+    PROBLEM_ORIGINS,
+    CheckResult,
+    Failure,
+    Problem,
+    RequirementRow,
+    RunReport,
+    Status,
+)
 from arck.reports.writers import REPORT_FILES, Writer, write_all
 
 __all__ = [
     "BAR_ORDER",
     "JUNIT_OUTCOMES",
+    "PROBLEM_ORIGINS",
     "REPORT_FILES",
     "SCHEMA_VERSION",
     "VERDICTS",
     "CheckResult",
     "Failure",
     "Outcome",
+    "Problem",
     "RequirementRow",
     "RunReport",
     "Status",

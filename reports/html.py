@@ -19,7 +19,7 @@ import jinja2
 import markupsafe
 
 from arck.reports._text import pretty_json, visible, write_bytes
-from arck.reports.model import CheckResult, Failure, RunReport, Status
+from arck.reports.model import PROBLEM_ORIGINS, CheckResult, Failure, RunReport, Status
 
 # Most urgent first: the order of the summary, of the failures section and of status sorting.
 _ORDER = (
@@ -69,6 +69,7 @@ def render_html(report: RunReport) -> str:
         bar_order=[s.value for s in BAR_ORDER],
         areas=area_counts(report),
         verdict=VERDICTS.get(report.exit_code, "not judged"),
+        origins=PROBLEM_ORIGINS,
     )
     return visible(page)  # lone surrogates, NUL and ESC from inputs shown as \uXXXX
 
@@ -117,6 +118,7 @@ def _entry(check: CheckResult) -> dict[str, Any]:
         "anchor": anchor,
         "failures": [_failure(f, f"{anchor}-{i}") for i, f in enumerate(failures, 1)],
         "count": len(failures),
+        "errors": check.errors,
     }
 
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from arck.reports._text import pretty_json, visible, write_bytes
-from arck.reports.model import CheckResult, RequirementRow, RunReport, Status
+from arck.reports.model import PROBLEM_ORIGINS, CheckResult, RequirementRow, RunReport, Status
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,8 @@ def _gap_case(suite: ET.Element, row: RequirementRow) -> Status:
 
 def _details(report: RunReport, check: CheckResult, headline: str) -> str:
     """What H-02 asks of a failure report: requirement, minimal input, seed, replay command;
-    for each distinct failure when the check failed in several ways."""
+    for each distinct failure when the check failed in several ways; and each error that
+    kept it from judging, with its request."""
     lines = [headline, "", "Requirements: " + ", ".join(check.requirements)]
     lines.append("Seed: " + ("none" if report.seed is None else str(report.seed)))
     if len(check.failures) > 1:
@@ -155,6 +156,14 @@ def _details(report: RunReport, check: CheckResult, headline: str) -> str:
             lines += _evidence(failure.example, failure.case_file, failure.replay)
     else:
         lines += _evidence(check.example, check.case_file, check.replay)
+    for number, problem in enumerate(check.errors, 1):
+        lines += ["", f"Error {number} of {len(check.errors)}, "
+                  f"{PROBLEM_ORIGINS.get(problem.origin, problem.origin)}:",
+                  f"{problem.type}: {problem.message}"]
+        if problem.where:
+            lines.append("Raised at: " + problem.where)
+        if problem.request:
+            lines += ["Request:", problem.request]
     return "\n".join(lines)
 
 

@@ -37,12 +37,34 @@ class Failure:
     known: bool = False  # accepted in the run's baseline file
 
 
+# How each origin of a Problem reads in a report: who is to look first.
+PROBLEM_ORIGINS = {
+    "target": "from the target: a step it refused or answered unusably, a hang, no answer",
+    "arck": "in arck: an error raised in a check (a defect in arck, or an answer it could "
+            "not interpret); please report it with the request shown",
+}
+
+
+@dataclass
+class Problem:
+    """One error that kept a check from judging: shown whole, so a reader can tell "my
+    service broke" (a refused step, a hang) from "arck broke" (an error in a check)."""
+
+    type: str  # the error's class, e.g. "NotTestable", "KeyError"
+    message: str
+    origin: str  # "target": a step refused, a hang, no answer; "arck": an error in a check
+    request: str | None = None  # the request it is about: a curl line, then its answer
+    where: str | None = None  # for an error in a check: arck's file and line that raised it
+
+
 @dataclass
 class CheckResult:
     """The outcome of one check (one pytest item).
 
     A check can fail in several distinct ways (`failures`); the top-level message, example,
     case file, replay and exchanges are those of the first, and `failed` names the IDs of all.
+    A check that could not judge (not testable) lists each error behind it in `errors`, as
+    does a failing one whose search also met errors.
     """
 
     check_id: str  # stable id, e.g. "budget/test_projection_fits_budget"
@@ -58,6 +80,7 @@ class CheckResult:
     examples: int | None = None  # inputs tried (property checks); None for one-shot checks
     exchanges: list[str] = field(default_factory=list)  # curl lines of the failing input's HTTP
     failures: list[Failure] = field(default_factory=list)  # every distinct failure, first first
+    errors: list[Problem] = field(default_factory=list)  # what kept it from judging, each whole
 
 
 @dataclass

@@ -67,6 +67,10 @@ class InProcessControl:
     def advance(self, seconds: float) -> None:
         self.transport.call(self.clock.advance, seconds)
 
+    def advance_idle(self, seconds: float) -> None:
+        """One clock for both sides: every timer due runs in order in one move anyway."""
+        self.advance(seconds)
+
 
 # -- a target in another process: the provider on a socket ---------------------------------
 
@@ -280,6 +284,31 @@ class ServedControl:
                 service_now = self._service(step)
             ahead = (service_now or 0.0) - self.now()
             if ahead > 1e-6:  # the service's clock ran ahead: bring the provider level
+                self._provider(ahead)
+            self.touched = time.monotonic()
+        self.wait_quiet()
+
+    def advance_idle(self, seconds: float) -> None:
+        """Move time over a stretch in which the check needs nothing of the provider (an
+        executor's silence, say): as `advance` up to each provider timer due in it, then
+        the rest in one step, provider first, so the service runs its own timers in order
+        on its side. What those send the provider is stamped at the end of the stretch
+        instead of within a step of when it was due: sound only where the check judges
+        none of it. A day costs a few clock requests instead of 86,400 (docs/targets.md)."""
+        if self.post_clock is None or not math.isfinite(seconds) or seconds < 0:
+            self.advance(seconds)
+            return
+        end = self.now() + seconds
+        while end - self.now() > 1e-9:
+            self.wait_quiet()
+            _, due = self.served.state()
+            now = self.now()
+            if due is not None and due < end:
+                self.advance(max(0.0, due - now))  # the provider's timer, in step
+                continue
+            self._provider(end - now)
+            ahead = (self._service(end - now) or 0.0) - self.now()
+            if ahead > 1e-6:
                 self._provider(ahead)
             self.touched = time.monotonic()
         self.wait_quiet()

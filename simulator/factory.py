@@ -7,6 +7,7 @@ imports the engine (ARCHITECTURE.md).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from arck.simulator.targetfile import ROLES, TargetFile, load
 REFERENCE_APP = "arck.reference.app:create_app"
 MUTANT_CATALOGUE = "arck.reference.mutants:CATALOGUE"
 MUTANT_BUILDER = "arck.reference.mutants:build_app"
+LEGACY_DOWNGRADE = "arck.reference.migrations:downgrade"  # the store of the reference only
 
 # The reference's development credentials, as documented in docs/profile.md.
 DEV_TOKENS: dict[str, str | None] = {
@@ -157,7 +159,18 @@ def _wired(build: Any, kind: str, location: str, config: TargetFile) -> Target:
                           engine=old.state.engine))
         transport.replace_app(apps[-1])
 
+    def legacy_restart(tool_set_ids: Sequence[str], tokens: int) -> None:
+        """As `restart`, with the named tool sets written back in between as the revision
+        before byte budgets stored them: the new app meets an upgrade (DEF-07)."""
+        old = apps[-1]
+        transport.call(old.state.runtime.workers.stop)
+        load_object(LEGACY_DOWNGRADE)(old.state.engine.store, list(tool_set_ids), tokens)
+        apps.append(build(clock=clock, provider_transport=provider.async_transport(),
+                          engine=old.state.engine))
+        transport.replace_app(apps[-1])
+
     target.restarter = restart
+    target.legacy_restarter = legacy_restart
     return target
 
 

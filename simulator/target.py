@@ -11,7 +11,7 @@ import shlex
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -213,6 +213,9 @@ class HttpTarget:
         # Stops the service abruptly and starts it again on the same durable state (RUN-02):
         # set in-process, or by the target file's `restart` command; None: no such step.
         self.restarter: Callable[[], None] | None = None
+        # Stops the service, writes the named tool sets back as a store of the revision before
+        # byte budgets held them (token budgets) and starts it again (DEF-07); in-process only.
+        self.legacy_restarter: Callable[[Sequence[str], int], None] | None = None
         self.exchanges = 0
         self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
@@ -390,6 +393,19 @@ class HttpTarget:
                 "command (docs/targets.md), or implement `restart()` in its adapter"
             )
         self.restarter()
+
+    def legacy_restart(self, tool_set_ids: Sequence[str], tokens: int) -> None:
+        """Stop the service, store the named tool sets as the revision before byte budgets
+        stored them (each tool with a token-based budget of `tokens` in place of its byte
+        budget, the store marked as of that revision) and start the current revision on it:
+        what an upgrade meets (DEF-07); optional: StepUnavailable when the target has no way."""
+        if self.legacy_restarter is None:
+            raise StepUnavailable(
+                "the target has no legacy_restart step (a store written back to token "
+                "budgets, then a start): the in-process reference and mutants have it; an "
+                "adapter implements `legacy_restart(tool_set_ids, tokens)` (docs/targets.md)"
+            )
+        self.legacy_restarter(tool_set_ids, tokens)
 
     def drop_event_stream(self, run_id: str, role: str = "full") -> Exchange:
         """Open the run's event stream, read its first event, hang up (RUN-03); optional.

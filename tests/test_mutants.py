@@ -82,8 +82,8 @@ class Runs:
 
     @staticmethod
     def _run(name: str, report_dir: Path) -> Run:
-        if name == REFERENCE:
-            return _arck_run(REFERENCE, ["--profile", "quick"], report_dir)
+        if name == REFERENCE:  # the README's main job, as CI runs it (profile ci, seed 0)
+            return _arck_run(REFERENCE, [], report_dir)
         mutant = CATALOGUE[name]
         args = ["--requirements", ",".join(mutant.breaks), "--seed", SEED,
                 "--max-examples", EXAMPLES]
@@ -115,7 +115,8 @@ def _needed(items: list[pytest.Item]) -> list[str]:
             wanted.add(str(item.callspec.params["name"]))
         elif name == "test_every_check_fails_on_some_mutant":
             wanted.update(CATALOGUE)
-        elif name == "test_reference_passes_the_quick_profile":
+        elif name in ("test_reference_passes_the_main_job",
+                      "test_every_fault_kind_fires_in_the_main_job"):
             wanted.add(REFERENCE)
     return sorted(wanted, key=_expected_cost, reverse=True)
 
@@ -195,7 +196,7 @@ def test_every_check_fails_on_some_mutant(runs: Runs) -> None:
     assert not uncaught, f"checks no mutant fails: {uncaught}\ncheck × mutant table:\n{rows}"
 
 
-def test_reference_passes_the_quick_profile(runs: Runs) -> None:
+def test_reference_passes_the_main_job(runs: Runs) -> None:
     run = runs.get(REFERENCE)
     assert run.returncode == 0, run.output[-3000:]
     assert run.report is not None
@@ -204,3 +205,17 @@ def test_reference_passes_the_quick_profile(runs: Runs) -> None:
         if row["status"] in ("fail", "not_testable") and row["level"] != "recommended"
     ]
     assert not failing, run.output[-3000:]
+
+
+def test_every_fault_kind_fires_in_the_main_job(runs: Runs) -> None:
+    """Every fault kind of the simulated provider and executor fires at least once in the
+    main job (profile ci): one that never fires leaves what depends on it unchecked there."""
+    from arck.simulator.executor import FAULT_KINDS as EXECUTOR_FAULTS
+    from arck.simulator.provider.script import FAULT_KINDS as PROVIDER_FAULTS
+
+    run = runs.get(REFERENCE)
+    assert run.report is not None, run.output[-3000:]
+    fired = run.report["faults"]
+    expected = [*PROVIDER_FAULTS, *(f"executor:{kind}" for kind in EXECUTOR_FAULTS)]
+    silent = [kind for kind in expected if fired.get(kind, 0) < 1]
+    assert not silent, f"fault kinds that never fired in the main job: {silent}; fired: {fired}"

@@ -12,7 +12,16 @@ from arck.conformance import runoracle as money
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import TOOL, Agent, ChannelSpec, RunWorld, canonical, messages, world
+from arck.conformance.runworld import (
+    TOOL,
+    Agent,
+    ChannelSpec,
+    RunWorld,
+    canonical,
+    messages,
+    only,
+    world,
+)
 from arck.simulator.provider import SlowAnswer, Step, ToolCall, UsageDrift
 
 FUNDS = 10**12
@@ -49,8 +58,11 @@ def test_reservation_held_while_the_call_is_in_flight(ctx: CheckContext) -> None
     session = w.session(agent, wallet)
     with w.faults("slow"):
         run = w.start(session, "Please answer")
+        # The wallet is read once the provider holds the call (its answer 10 s away): a
+        # service may send it a moment after it answered the run's creation.
+        record = only(w.received(agent, run["run_id"]), "model call of the run in flight",
+                      lambda: f"run {w.snapshot(run['run_id'])}")
         during = w.wallet_state(wallet)
-        [record] = [r for r in w.provider.records() if r.conversation == agent.script]
         floor, _ = _bounds([record.true_usage], spec)
         expect(isinstance(during.get("reserved"), int) and during["reserved"] >= max(floor, 1),
                "BIL-01", f"at least the call's cost ({floor} micro-units) reserved while it is "

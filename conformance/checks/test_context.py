@@ -33,11 +33,17 @@ from arck.simulator.provider import Step, ToolCall, UsageDrift
 FUNDS = 10**12
 
 
-def _started(w: RunWorld, run_id: str) -> list[dict[str, Any]]:
+def _started(w: RunWorld, run_id: str, agent: Agent) -> list[dict[str, Any]]:
+    """The run's `model_call.started` figures; none although the model was called: the
+    target has no RUN-15 events ("not applicable"); none and no call: "not testable"."""
     started = w.of_type(run_id, "model_call.started")
-    if not started:
+    if not started and w.requests(agent):
         raise NotApplicable("the target reports no model_call.started events (RUN-15), so "
                             "its context arithmetic cannot be recomputed exactly")
+    if not started:
+        raise NotTestable(f"not testable: run {run_id} made no model call (the provider "
+                          f"received nothing of conversation {agent.script}); the run is "
+                          f"{w.snapshot(run_id)}")
     return started
 
 
@@ -79,7 +85,7 @@ def test_effective_budget_and_output_capacity(ctx: CheckContext, case: Any) -> N
     expect(request is not None and _max_tokens(request) == spec.output_capacity, "RUN-05",
            f"max_completion_tokens = the channel's output capacity {spec.output_capacity}",
            lambda: str(_max_tokens(request)) if request else "no request sent")
-    [started] = _main(_started(w, run["run_id"]))[:1] or [{}]
+    [started] = _main(_started(w, run["run_id"], agent))[:1] or [{}]
     want = ctxmath.effective_budget(window, spec.input_capacity, spec.total_capacity,
                                     spec.output_capacity)
     expect(started.get("effective_budget") == want, ("CTX-01", "CTX-02"),
@@ -116,7 +122,7 @@ def test_calibration_follows_reported_usage(ctx: CheckContext, case: Any) -> Non
     for turn, (who, text, _factor, _offset) in enumerate(case):
         run = w.start(sessions[who], text)
         w.settle(run["run_id"])
-        started = _main(_started(w, run["run_id"]))
+        started = _main(_started(w, run["run_id"], agents[who]))
         reported = _reported_prompts(w, agents[who])
         if len(started) != 1 or not reported:
             raise CheckFailure("RUN-15", "one main model call per turn, answered",
@@ -187,18 +193,20 @@ def test_compaction_thresholds_spacing_and_prefix(ctx: CheckContext, case: Any) 
     summaries: list[dict[str, Any]] = []
     for kind, size in case:
         text = "tell me more " * (size // 13 if kind == "text" else 1)
+        before = len(w.provider.records())
         run = w.start(session, text)
         w.answer_all(run["run_id"], {"status": "ok", "rows": "r" * size}, rounds=10)
         events = w.events(run["run_id"])
         started = [e.get("data", {}) for e in events if e.get("type") == "model_call.started"]
-        if not started and w.snapshot(run["run_id"]).get("end_reason") != \
-                "context_uncompactable":
+        called = any(r.conversation == agent.script for r in w.provider.records()[before:])
+        if not started and called:  # the model was called, and no event says so
             raise NotApplicable("the target reports no model_call.started events (RUN-15)")
         main += _main(started)
         summaries += [e for e in started if e.get("purpose") == "summary"]
-        if w.snapshot(run["run_id"]).get("state") == "ended" and \
-                w.snapshot(run["run_id"]).get("end_reason") == "context_uncompactable":
-            break
+        snapshot = w.snapshot(run["run_id"])
+        if not called or (snapshot.get("state") == "ended" and
+                          snapshot.get("end_reason") == "context_uncompactable"):
+            break  # the conversation ended (a core target may name its end reason otherwise)
     _judge_thresholds_and_spacing(main, _sent_by_call(w, main), ctx.profile == "reference")
     _judge_prefix(w, agent, main)
     _judge_summary_money(w, spec, wallet, summaries, main, ctx.profile == "reference")
@@ -226,8 +234,16 @@ def _judge_thresholds_and_spacing(
     """CTX-03/04: no compaction below 70%; at 70% (profile) compaction unless only a summary
     could help and CTX-05's spacing defers it, or nothing is left to summarize. CTX-05: a
     summary only once 4 main calls completed after the last one (the call that carried it
-    counts), or (profile) at 92% whatever the spacing."""
-    since: int | None = None  # main calls completed since the last summary
+    counts), or (profile) at 92% whatever the spacing.
+
+    Two counts of main calls since a summary: `since` the last summary applied, `tried` the
+    last summary call answered, applied or refused. Whether a refused candidate restarts the
+    spacing the protocol leaves open, so the core rule (too early a summary) counts from the
+    last applied one, the lenient choice; the profile restarts it on both (docs/runs.md,
+    Spacing), and a request left uncompacted at 70% is excused only by that spacing.
+    """
+    since: int | None = None  # main calls completed since the last summary applied
+    tried: int | None = None  # ... since the last summary call answered, applied or refused
     for n, figures in enumerate(main, start=1):
         decision, before, budget = _decision(figures)
         if not isinstance(before, int) or not isinstance(budget, int) or budget <= 0:
@@ -243,23 +259,29 @@ def _judge_thresholds_and_spacing(
         open_stretch = request is not None and _summarizable(request)
         if profile and decision == "none" and ratio >= Fraction(70, 100) and open_stretch:
             if urgent:
-                expect(since is None or since >= 4, "CTX-05",
+                expect(tried is None or tried >= 4, "CTX-05",
                        f"call {n}: at 92% of the budget (estimate {before} of {budget}) the "
                        "summary spacing skipped (the profile's choice; the protocol allows "
-                       "it)", f"decision 'none', {since} main call(s) since the last summary")
+                       "it)", f"decision 'none', {tried} main call(s) since the last summary "
+                       "call")
             else:
-                expect(not spaced, ("CTX-03", "CTX-04"),
+                expect(tried is not None and tried < 4, ("CTX-03", "CTX-04"),
                        f"call {n}: compaction when the estimate {before} reaches 70% of the "
-                       f"budget {budget} with a stretch to summarize ({since} calls since "
-                       "the last summary)", "decision 'none'")
-        if "summary" in decision and decision != "summary_refused":
-            expect(spaced, "CTX-05",
-                   f"call {n}: a summary only after 4 main calls since the last, or at 92%",
-                   f"{since} main call(s) since the last summary, estimate {before} of "
-                   f"{budget}")
-            since = 0
+                       f"budget {budget} with a stretch to summarize, unless the spacing "
+                       f"defers it ({tried} main calls since the last summary call, "
+                       "applied or refused)", "decision 'none'")
+        if "summary" in decision:
+            tried = 0
+            if decision != "summary_refused":
+                expect(spaced, "CTX-05",
+                       f"call {n}: a summary only after 4 main calls since the last, or at "
+                       "92%", f"{since} main call(s) since the last summary, estimate "
+                       f"{before} of {budget}")
+                since = 0
         if since is not None:
             since += 1
+        if tried is not None:
+            tried += 1
 
 
 def _sent_by_call(w: RunWorld, main: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -372,12 +394,18 @@ FORGERIES = {
 }
 
 
-@property_check("CTX-06", cases=st.sampled_from(sorted(FORGERIES)))
+def _forgeries(ctx: CheckContext) -> st.SearchStrategy[str]:
+    """Every forgery under the reference profile; elsewhere only the one core forbids (which
+    ids a summary may name is the profile's rule)."""
+    return st.sampled_from(sorted(FORGERIES) if ctx.profile == "reference" else ["tool_call"])
+
+
+@property_check("CTX-06", cases=_forgeries)
 def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
     """A summary candidate that would create a tool-execution right (core), or restate
     receipts it did not summarize (profile: any id outside its stretch), is refused: nothing
     of it reaches the main model, and no tool call comes of it."""
-    if case == "kept_receipts" and ctx.profile != "reference":
+    if case == "kept_receipts" and ctx.profile != "reference":  # a profile run's case file
         raise NotApplicable("which ids a summary may name is the reference profile's rule")
     w = world(ctx)
     summary = w.channel(ChannelSpec(model=w.ctx.name("summary-model")))
@@ -433,7 +461,7 @@ def test_first_estimate_is_of_the_whole_request(ctx: CheckContext, case: Any) ->
         agent = w.agent([Step(text="ok")], channel=channel, schema=_schema(properties))
         run = w.start(w.session(agent, w.wallet(FUNDS)), text)
         w.settle(run["run_id"])
-        [first] = _main(_started(w, run["run_id"]))[:1] or [{}]
+        [first] = _main(_started(w, run["run_id"], agent))[:1] or [{}]
         figures.append(first)
         raw = first.get("raw_estimate")
         expect(isinstance(raw, int) and first.get("calibrated_estimate") == raw, "CTX-13",

@@ -20,6 +20,7 @@ from arck.conformance.runworld import (
     RunWorld,
     canonical,
     messages,
+    only,
     world,
 )
 from arck.simulator.provider import SlowAnswer, Step, ToolCall, script_tag
@@ -110,7 +111,7 @@ def test_appended_input_and_tool_plans(ctx: CheckContext) -> None:
     snapshot, _ = w.settle(run_id)
     if snapshot.get("state") != "waiting_tools":
         raise CheckFailure("RUN-06", "the run waiting for its accepted tool call", str(snapshot))
-    [call] = w.tool_calls(run_id) or [{}]
+    call = only(w.tool_calls(run_id), f"tool call of run {run_id}")
     later = "arck later input: also check the invoice"
     exchange = append(run_id, later)
     _available(exchange, "appended-input step")

@@ -244,6 +244,26 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("DEF-06",),
         "definitions:unknown_binding_accepted",
     ),
+    # the store migration of token budgets (DEF-07)
+    (
+        "migration-tokens-to-bytes",
+        "stored token budgets migrate to tokens x 4 bytes (clamped), not the 16,384 default",
+        ("DEF-07",),
+        "migrations:tokens_to_bytes",
+    ),
+    (
+        "migration-every-start",
+        "the one-time budget migration runs at every start and resets every tool's budget, "
+        "those published since too",
+        ("DEF-07",),
+        "migrations:every_start",
+    ),
+    (
+        "migration-reprojects-history",
+        "the budget migration re-projects the committed execution history at the new budget",
+        ("DEF-07",),
+        "migrations:reprojects_history",
+    ),
     # dry-run
     (
         "preview-any-kind",
@@ -797,6 +817,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "runs:model_error",
     ),
     (
+        "overflow-loops",
+        "a request the provider refused as too long is sent again unchanged, every second, "
+        "for as long as it is refused",
+        ("RUN-11",),
+        "runs:overflow_loop",
+    ),
+    (
+        "overflow-unrepaired",
+        "a request the provider refused as too long is sent again once unchanged, before "
+        "any compaction",
+        ("CTX-05",),
+        "runs:overflow_unrepaired",
+    ),
+    (
         "estimate-without-tools",
         "the raw token estimate leaves the tool definitions out of the request",
         ("CTX-13",),
@@ -828,6 +862,18 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "a submission's and an unknown business outcome's results are projected like any other",
         ("BUD-18",),
         "receipts:projects_protected",
+    ),
+    (
+        "formal-receipt-projected",
+        "the formal history returns a projected receipt's projection in place of its result",
+        ("BUD-16", "BUD-20"),
+        "recovery:formal_receipt_projected",
+    ),
+    (
+        "formal-drops-lost-fields",
+        "the formal history's receipt lacks the cursors, ids and status its projection lost",
+        ("BUD-16", "BUD-20"),
+        "recovery:formal_drops_lost_fields",
     ),
     # durable runs: what only a crash and a restart show
     (

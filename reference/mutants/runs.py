@@ -24,7 +24,7 @@ from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.runstore import RunStore, SessionRow
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import Channel, Run
-from arck.reference.runtime.worker import Workers
+from arck.reference.runtime.worker import Workers, _overflow
 
 
 class _ResendingClient:
@@ -47,6 +47,46 @@ class ResendAfterLostWorkers(Workers):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.model = _ResendingClient(self.model)  # type: ignore[assignment]
+
+
+class _OverflowResender:
+    """Sends a request the provider refused as too long (400 context_length_exceeded) again,
+    unchanged, a second after: `limit` times at most (None: for as long as it is refused)."""
+
+    def __init__(self, inner: ModelClient, clock: Any, limit: int | None) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.limit = limit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
+        outcome = await self.inner.complete(body, idempotency_key, timeout_ms)
+        sent = 0
+        while _overflow(outcome) and (self.limit is None or sent < self.limit):
+            sent += 1
+            await self.clock.sleep(1.0)
+            outcome = await self.inner.complete(body, f"{idempotency_key}-again-{sent}",
+                                                timeout_ms)
+        return outcome
+
+
+class OverflowLoopWorkers(Workers):
+    """Resends a request refused as too long, unchanged, for ever (RUN-11: it loops)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = _OverflowResender(self.model, self.clock, None)  # type: ignore[assignment]
+
+
+class OverflowUnrepairedWorkers(Workers):
+    """Resends a request refused as too long once, unchanged, before any repair (CTX-05,
+    profile: the overflow is repaired by compaction before the request goes again)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = _OverflowResender(self.model, self.clock, 1)  # type: ignore[assignment]
 
 
 class _Rebody(Workers):
@@ -298,6 +338,14 @@ def never_compacts() -> FastAPI:
 
 def model_error() -> FastAPI:
     return serve(workers_class=ModelErrorWorkers)
+
+
+def overflow_loop() -> FastAPI:
+    return serve(workers_class=OverflowLoopWorkers)
+
+
+def overflow_unrepaired() -> FastAPI:
+    return serve(workers_class=OverflowUnrepairedWorkers)
 
 
 def cancels_tools() -> FastAPI:

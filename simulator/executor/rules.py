@@ -15,8 +15,27 @@ from arck.simulator.executor.outcome import CallOutcome
 from arck.simulator.provider.prompt import canonical
 
 __all__ = ["OUTCOME_MEMBERS", "claims_on_held_calls", "contains_equal",
-           "finals_not_in_history", "receipt_ids_changed", "receipt_outcome",
+           "finals_not_in_history", "receipt_ids_changed", "receipt_outcome", "run_state",
            "second_finals_taken"]
+
+
+def run_state(
+    target: Any, run_id: str, session: str, *, only_ended: bool = False
+) -> tuple[Any, str | None]:
+    """A run's snapshot (parsed; None when the answer was no 2xx JSON) and, as one canonical
+    text, that snapshot with its session's formal and execution histories: what a receipt
+    must not move and an ended run must keep (EXE-08, EXE-13, EXE-14). With `only_ended`,
+    the text only once the run has ended (else None, and the histories are not read).
+    The checks and the scenario runner both judge with it, so they compare the same thing."""
+    snapshot = _answer(target.get_run(run_id))
+    if only_ended and not (isinstance(snapshot, dict) and snapshot.get("state") == "ended"):
+        return snapshot, None
+    histories = [_answer(target.history(session, kind)) for kind in ("formal", "execution")]
+    return snapshot, canonical([snapshot, *histories])
+
+
+def _answer(exchange: Any) -> Any:
+    return exchange.json_or_none() if 200 <= exchange.status < 300 else None
 
 
 def contains_equal(item: Any, value: Any) -> bool:

@@ -98,6 +98,17 @@ class SimulatedProvider:
         whose prompts carry no tag."""
         return self.add_script(_MODEL_SCRIPT + model, steps)
 
+    def set_context_window(self, model: str, tokens: int | None) -> None:
+        """From now on `model` accepts at most `tokens` (prompt plus max_tokens) and answers
+        400 context_length_exceeded above it (None: no limit): a model whose real window is
+        smaller than what a channel declares for it."""
+        if tokens is None:
+            self._windows.pop(model, None)
+        elif tokens < 1:
+            raise ValueError(f"a context window is at least 1 token, not {tokens}")
+        else:
+            self._windows[model] = tokens
+
     def async_transport(self) -> httpx.AsyncBaseTransport:
         """In-process transport for httpx.AsyncClient; a lost response raises ResponseLost."""
         return httpx.ASGITransport(app=self.app)

@@ -18,6 +18,7 @@ from arck.simulator.errors import UsageError
 from arck.simulator.executor import FAULT_KINDS as EXECUTOR_FAULT_KINDS
 from arck.simulator.executor import BusinessSystem, CallOutcome, PlanError, SimulatedExecutor
 from arck.simulator.executor import operation_key as business_key
+from arck.simulator.executor.rules import run_state
 from arck.simulator.provider import script_tag
 from arck.simulator.scenario import seeded
 from arck.simulator.scenario.model import (
@@ -42,7 +43,7 @@ from arck.simulator.scenario.model import (
     action_args,
     action_kind,
 )
-from arck.simulator.scenario.trace import Trace, canonical, digest, exchange_record
+from arck.simulator.scenario.trace import Trace, digest, exchange_record
 from arck.simulator.scenario.verdict import (
     READS_FORMAL,
     WATCHES_ENDED,
@@ -259,12 +260,10 @@ class _Driver:
     def _ended_state(self, name: str) -> str | None:
         """The run's snapshot and its session's two histories, once it has ended."""
         run_id = self.runs.get(name)
-        snapshot = _json(self.target.get_run(run_id)) if run_id is not None else None
-        if not isinstance(snapshot, dict) or snapshot.get("state") != "ended":
+        if run_id is None:
             return None
         session = self.sessions[self.run_sessions[name]]
-        return canonical([snapshot, _json(self.target.history(session, "formal")),
-                          _json(self.target.history(session, "execution"))])
+        return run_state(self.target, run_id, session, only_ended=True)[1]
 
     def _watch_ended(self, index: int) -> None:
         """For ended_runs_unchanged: each run's state the first time it is seen ended (after

@@ -55,6 +55,17 @@ def test_a_mutant_fails_with_a_replayable_case(tmp_path: Path) -> None:
     fixed = arck("replay", str(case), "--target", "reference")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "FIXED" in fixed.stdout
+    # Which way it fails: the case keeps its assertion, and a replay says if it is the one.
+    assertion = record["assertion"]
+    assert assertion.startswith("test_budget.py:"), assertion
+    assert f"the same way (BUD-01 at {assertion})" in " ".join(still.stdout.split())
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps({**record, "assertion": "test_budget.py:1"}), "utf-8")
+    other = arck("replay", str(moved), "--target", "mutant:chars-not-bytes")
+    assert other.returncode == 1, other.stdout + other.stderr
+    shown = " ".join(other.stdout.split())
+    assert "another way: found failing BUD-01 at test_budget.py:1, now BUD-01 at " \
+           f"{assertion}" in shown, shown
 
 
 def test_unreachable_target_exits_2(tmp_path: Path) -> None:

@@ -78,8 +78,13 @@ def test_every_check_names_known_requirements() -> None:
         (CheckTimeout("x"), "core", Status.NOT_TESTABLE),
         (KeyError("x"), "core", Status.NOT_TESTABLE),
         (ExceptionGroup("flaky", [CheckFailure("BUD-14", "a", "b")]), "core", Status.FAIL),
+        # A failure found beside an error stands (the error is listed with it).
         (ExceptionGroup("mixed", [CheckFailure("BUD-14", "a", "b"), KeyError("x")]), "core",
+         Status.FAIL),
+        (ExceptionGroup("errors", [KeyError("x"), NotTestable("y")]), "core",
          Status.NOT_TESTABLE),
+        (ExceptionGroup("n/a", [NotApplicable("x"), NotApplicable("y")]), "core",
+         Status.NOT_APPLICABLE),
     ],
 )
 def test_classify(exc: BaseException | None, level: str, status: Status) -> None:
@@ -264,7 +269,9 @@ def test_check_failures_sees_into_groups() -> None:
     assert outcomes.check_failures(grouped) == [one, two]
     assert outcomes.classify(grouped, "core") == (Status.FAIL, str(one))
     assert outcomes.check_failures(ExceptionGroup("again", [one, one])) == [one]
-    assert outcomes.check_failures(ExceptionGroup("mixed", [one, KeyError("x")])) == []
+    mixed = ExceptionGroup("mixed", [one, KeyError("x")])
+    assert outcomes.check_failures(mixed) == [one]
+    assert [p.type for p in outcomes.problems(mixed)] == ["KeyError"]
 
 
 def _two_ways(known: tuple[bool, bool]) -> CheckResult:

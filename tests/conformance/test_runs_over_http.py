@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from clirun import arck
+from clirun import FULL, Service, arck, free_port
 
 from arck.simulator.control import ServedControl
 from arck.simulator.errors import UsageError
@@ -26,38 +25,20 @@ from arck.simulator.provider import LostResponse, SlowAnswer, Step, script_tag
 from arck.simulator.target import HttpTarget
 from arck.simulator.targetfile import load
 
-FULL = {"Authorization": "Bearer arck-dev-full"}
 START = 1_767_225_600.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Served:
+class Served(Service):
     """`arck serve --test-clock` in a subprocess, its model provider on `provider_port`."""
 
     def __init__(self, tmp: Path, *extra: str) -> None:
-        self.port, self.provider_port = free_port(), free_port()
-        self.log = (tmp / f"serve-{self.port}.log").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(self.port),
+        port, self.provider_port = free_port(), free_port()
+        super().__init__(
+            [sys.executable, "-m", "arck.conformance.cli", "serve", "--port", str(port),
              "--db", ":memory:", "--test-clock",
              "--provider-url", f"http://127.0.0.1:{self.provider_port}/v1", *extra],
-            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "CI": "true"})
-        self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, "arck serve exited"
-            try:
-                if httpx.get(f"{self.url}/v1/health", headers=FULL).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "arck serve never answered"
-            time.sleep(0.05)
+            port, tmp / f"serve-{port}.log")
+        self.port = port
 
     def target_file(self, tmp: Path, *, test_clock: bool = True, extra: str = "") -> Path:
         path = tmp / f"target-{self.port}-{test_clock}.toml"
@@ -67,15 +48,6 @@ class Served:
             f"capabilities = {capabilities}\n\n"
             f'[provider]\nlisten = "127.0.0.1:{self.provider_port}"\n{extra}', "utf-8")
         return path
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-        self.log.close()
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +155,45 @@ def test_runs_over_the_network_on_virtual_time_across_both_sides(
     assert not control.served.thread.is_alive()  # close() stopped the provider
 
 
+def test_a_day_of_silence_costs_a_few_clock_requests(served: Served, tmp_path: Path) -> None:
+    """EXE-02/03 let an executor stay silent a day (issue 17 §1b): stepped 1 s at a time that
+    was 86,400 clock requests, about 50 minutes over HTTP. `advance_idle` moves in step only
+    up to a provider timer due within the stretch, then the rest in one request."""
+    target = build_target(None, served.target_file(tmp_path))
+    assert isinstance(target, HttpTarget)
+    try:
+        control = target.control
+        assert isinstance(control, ServedControl)
+        assert control.post_clock is not None
+        posted: list[float] = []
+        post = control.post_clock
+
+        def counted(seconds: float) -> float | None:
+            posted.append(seconds)
+            return post(seconds)
+
+        control.post_clock = counted
+        began = control.now()
+        control.advance_idle(86_400)
+        assert len(posted) <= 3, posted
+        assert control.now() == began + 86_400
+        service_now = httpx.post(f"{served.url}/v1/test-control/clock",
+                                 json={"advance_seconds": 0}, headers=FULL).json()["now"]
+        assert service_now == control.now()
+
+        # A provider timer inside the stretch (a 45 s slow answer) is reached in step, 1 s at
+        # a time, and the run's own timeout (30 s) fires on the service's side as it would.
+        posted.clear()
+        session = agent(target, "idle-slow", [Step(text="late", faults=[SlowAnswer(seconds=45)])])
+        run = target.create_run(session, {"input": "hi"}).json()
+        control.advance_idle(3_600)
+        assert 30 <= len(posted) <= 60, len(posted)
+        snapshot = target.get_run(run["run_id"]).json()
+        assert snapshot["end_reason"] == "model_timeout", snapshot
+    finally:
+        target.close()
+
+
 def test_real_time_without_the_capability(served: Served, tmp_path: Path) -> None:
     target = build_target(None, served.target_file(tmp_path, test_clock=False, extra="seed = 7\n"))
     assert isinstance(target, HttpTarget)
@@ -210,7 +221,7 @@ def _checks(report_dir: Path) -> dict[str, str]:
 
 def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path) -> None:
     done = arck("run", "--config", str(served.target_file(tmp_path)),
-                "--requirements", "RUN-01,RUN-03,BIL-01,CTX-01,EXE-01,EXE-08", "--profile",
+                "--requirements", "RUN-01,RUN-03,BIL-01,CTX-01,EXE-01,EXE-02,EXE-08", "--profile",
                 "quick",
                 "--max-examples", "3", "--report-dir", str(tmp_path / "report"))
     checks = _checks(tmp_path / "report")
@@ -221,6 +232,8 @@ def test_arck_run_passes_checks_of_runs_over_http(served: Served, tmp_path: Path
     assert checks["runs_stream/test_dropped_stream_cancels_nothing"] == "pass"
     # Concurrent claims and duplicate receipts race over real sockets here.
     assert checks["executors/test_one_claim_wins"] == "pass"
+    # An executor silent a day on, in a few clock requests (issue 17 §1b).
+    assert checks["executors/test_claims_need_an_online_executor_in_scope"] == "pass"
     assert checks["receipts/test_a_duplicate_receipt_is_replayed"] == "pass"
     assert checks["receipts/test_duplicate_receipts_racing"] == "pass"
     assert checks["executors_stateful/test_executor_protocol_under_faults"] == "pass"

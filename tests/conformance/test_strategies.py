@@ -118,6 +118,27 @@ def test_multimodal_over_budget_text_part(case: tuple[int, dict[str, Any]]) -> N
 
 
 @FEW
+@given(st.sampled_from((1024, 2048, 4096)).flatmap(
+    lambda b: st.tuples(st.just(b), S.buried_fields_results(b))))
+def test_buried_fields_sit_where_a_projection_drops_them(case: tuple[int, Any]) -> None:
+    """Between two runs of text each as long as the budget, in the canonical text's middle:
+    at least one status-like field under an array index, five levels deep, or over 128 bytes."""
+    budget, result = case
+    text = canonical_text(result)
+    middle = canonical_text(result["m"])
+    start = text.index('"m":')
+    assert size(result["a_log"]) >= budget
+    assert size(result["z_log"]) >= budget
+    assert len(text[:start].encode()) > budget
+    assert len(text[start + len(middle):].encode()) > budget
+    buried = result["m"]
+    assert ("items" in buried or "records" in buried
+            or size(buried.get("page", {}).get("next_cursor", "")) > 128
+            or "cursor" in buried.get("meta", {}).get("paging", {}).get("links", {})
+            .get("next", {}))
+
+
+@FEW
 @given(S.unencodable_results())
 def test_unencodable_results_have_no_canonical_bytes(value: Any) -> None:
     with pytest.raises(ValueError, match=r"JSON compliant|surrogate"):

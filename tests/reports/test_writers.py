@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
@@ -15,13 +16,17 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 import arck.reports
+from arck.conformance.display import Display
+from arck.conformance.events import CheckFinished
 from arck.reports import (
     BAR_ORDER,
     JUNIT_OUTCOMES,
     CheckResult,
     Failure,
+    Problem,
     RequirementRow,
     RunReport,
     Status,
@@ -103,8 +108,16 @@ def make_report() -> RunReport:
             "test_receipt",
             ["EXE-02"],
             Status.NOT_TESTABLE,
-            message="setup failed: executor registration returned 500",
+            message="check could not judge: 2 errors: (1) NotTestable: setup could not "
+                    "register an executor: POST … → 500; (2) KeyError: 'grant', at "
+                    "conformance/checks/test_executors.py:170",
             replay="arck replay cases/executor-test_receipt.json",
+            errors=[
+                Problem("NotTestable", "setup could not register an executor: POST … → 500",
+                        "target", request=CURL.replace("200 {}", "500 {}")),
+                Problem("KeyError", f"'grant' {NASTY}", "arck", request=CURL,
+                        where="conformance/checks/test_executors.py:170"),
+            ],
         ),
         CheckResult("auth/test_unused", "test_unused", ["AUTH-09"], Status.NOT_COVERED),
     ]
@@ -247,6 +260,16 @@ def test_junit_counts_and_mapping() -> None:
     nt = cases["arck.executor", "test_receipt"].find("error")
     assert nt is not None
     assert nt.get("type") == "arck.not_testable"
+    assert (nt.get("message") or "").startswith("not testable: check could not judge: 2 errors")
+    # each error behind it: whose it is, its type and message, where arck raised it, and
+    # the request it is about
+    details = nt.text or ""
+    assert "Error 1 of 2, from the target" in details
+    assert "NotTestable: setup could not register an executor" in details
+    assert "Error 2 of 2, in arck" in details
+    assert "Raised at: conformance/checks/test_executors.py:170" in details
+    assert details.count("Request:\ncurl -sS -X POST http://127.0.0.1:8000/v1/tools/dry-run") == 2
+    assert "# → 500 {}" in details
 
     for req_id, reason in (("AUTH-01", "no check yet"), ("AUTH-02", "<script>alert(2)</script>")):
         gap = cases["arck.requirements", req_id]
@@ -321,6 +344,16 @@ def test_json_validates_and_round_trips() -> None:
     assert failures[1]["case_file"] == "cases/budget-test_projection_cut-2.json"
     assert failures[1]["input_kind"].startswith("escape-heavy")
     assert failures[0]["example"] == data["checks"][1]["example"]
+    errors = data["checks"][4]["errors"]
+    assert [(e["type"], e["origin"]) for e in errors] == [("NotTestable", "target"),
+                                                          ("KeyError", "arck")]
+    assert errors[1]["where"] == "conformance/checks/test_executors.py:170"
+    assert errors[0]["request"].endswith("# → 500 {}")
+    del data["checks"][4]["errors"]  # reports written before errors were listed still load
+    jsonschema.Draft202012Validator(schema).validate(data)
+    data["checks"][4]["errors"] = [{**errors[0], "origin": "someone"}]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema)
 
 
 def test_schema_describes_failures() -> None:
@@ -424,12 +457,38 @@ def test_html_opens_with_areas_then_failures_then_matrix() -> None:
     assert "Failure 2 of 2 · BUD-08" in html
     # the input kind has its own line, not repeated at the end of the message
     assert "saw 1.</pre>" in html
+    # a check that could not judge: each error, whose it is, where, and its request
+    section = html[html.index('id="check-executor-test-receipt"'):html.index('id="matrix"')]
+    assert "What kept it from judging (2 errors)" in section
+    assert "<strong>NotTestable</strong>" in section
+    assert "<strong>KeyError</strong>" in section
+    assert "from the target" in section
+    assert "in arck: an error raised in a check" in section
+    assert "<code>conformance/checks/test_executors.py:170</code>" in section
+    assert section.count("curl -sS -X POST http://127.0.0.1:8000/v1/tools/dry-run") == 2
+    assert "&lt;script&gt;alert(1)" in section  # an error's message escaped like any other
 
 
 def _counts(**given: int) -> dict[str, int]:
     counts = dict.fromkeys((s.value for s in BAR_ORDER), 0)
     counts.update({k.rstrip("_"): v for k, v in given.items()})
     return counts
+
+
+def test_terminal_lines_name_each_error_whose_it_is_and_its_request() -> None:
+    out = io.StringIO()
+    display = Display(Console(file=out, width=400, highlight=False), interactive=False)
+    blocked = next(c for c in make_report().checks if c.status is Status.NOT_TESTABLE)
+    display.pytest_arck_event(CheckFinished(blocked))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("NOT_TESTABLE executor/test_receipt [EXE-02]: check could not")
+    assert lines[1] == "  replay: arck replay cases/executor-test_receipt.json"
+    assert lines[2].startswith("  error 1 of 2, from the target: NotTestable: setup could not")
+    assert lines[3].startswith("    curl -sS -X POST http://127.0.0.1:8000/v1/tools/dry-run")
+    assert lines[4] == "    # → 500 {}"
+    assert lines[5].startswith("  error 2 of 2, in arck (please report it): KeyError: 'grant'")
+    assert lines[6] == "    raised at conformance/checks/test_executors.py:170"
+    assert lines[7].startswith("    curl -sS")
 
 
 def test_html_without_failures() -> None:

@@ -90,3 +90,37 @@ def test_a_bad_restart_command_is_refused_with_its_key(tmp_path: Path, value: st
     path.write_text(f"[target]\nbase_url = \"http://x.test\"\nrestart = {value!r}\n")
     with pytest.raises(UsageError, match=r"target\.restart"):
         load(path)
+
+
+def test_in_process_legacy_restart_meets_an_upgrade_of_the_named_tool_sets() -> None:
+    """DEF-07's step: the named tool set is written back with a token budget and the new app
+    migrates it to the byte default; another tool set keeps its own budget."""
+    target = build_target("reference")
+    assert isinstance(target, HttpTarget)
+    try:
+        binding = target.create_binding("arck-b").json()["binding_id"]
+        ids = []
+        for budget in (2048, 4096):
+            tool = {"name": "t", "description": "d", "binding_id": binding,
+                    "input_schema": {"type": "object"}, "output_schema": {"type": "object"},
+                    "max_result_context_bytes": budget}
+            ids.append(target.publish_tool_set({"name": "n", "tools": [tool]}).json()[
+                "tool_set_id"])
+        transport = target.client._transport
+        before = transport._asgi.app  # type: ignore[attr-defined]
+        target.legacy_restart([ids[0]], 1000)
+        assert transport._asgi.app is not before  # type: ignore[attr-defined]
+        budgets = [target.get_tool_set(i).json()["tools"][0]["max_result_context_bytes"]
+                   for i in ids]
+        assert budgets == [16384, 4096]
+    finally:
+        target.close()
+
+
+def test_a_url_target_has_no_legacy_restart_step() -> None:
+    target = build_target("http://127.0.0.1:9")
+    try:
+        with pytest.raises(StepUnavailable, match="legacy_restart"):
+            target.legacy_restart(["ts-000001"], 1000)  # type: ignore[attr-defined]
+    finally:
+        target.close()
