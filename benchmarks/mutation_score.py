@@ -1,15 +1,25 @@
-"""Sampled mutation score of the reference's budget modules against the conformance suite.
+"""Sampled mutation score of the reference against the conformance suite, run as `arck run`.
 
 The known-bad mutants (reference/mutants) prove each check *can* fail; this asks how much of
-the budget code the suite actually pins down. It lists mutation points from the AST of
-reference/projection.py, canonical.py and strictjson.py, samples N of them (same seed, same
-source: same sample), and runs the BUD/DRY/DEF/AUTH/PRO checks on each mutant in its own copy of
-the code. A surviving mutant is then probed against the original on a few hundred fixed inputs:
-one that changes no output is "likely equivalent" and leaves the adjusted score's denominator.
-A figure, not a test: a full run takes tens of minutes.
+the reference the suite actually pins down. It lists mutation points from the AST of one area's
+modules (`--area budget`: projection, canonical, strictjson; `runtime`: reference/runtime/*.py;
+`engine`: the other modules of reference/), samples N of them (same seed, same source: same
+sample), and runs the suite on each mutant in its own copy of the code. A surviving budget
+mutant is probed against the original on a few hundred fixed inputs: one that changes no output
+is "likely equivalent" and leaves the adjusted score's denominator. Runtime survivors are judged
+by hand in benchmarks/mutation/verdicts.toml (equivalent, with the reason, or a gap and what
+closes it). A figure, not a test: a full run takes tens of minutes.
 
-    .venv/bin/python benchmarks/mutation_score.py [N] [--seed S] [--jobs J] [--json FILE]
-    .venv/bin/python benchmarks/mutation_score.py --list
+Why not cosmic-ray or mutmut: mutmut 3 instruments functions with trampolines and selects a
+mutant inside the pytest process, which a black-box suite whose engine runs in another process
+(`arck serve`, worker subprocesses) cannot see; cosmic-ray takes any test command, but mutates
+the one working tree in place, enumerates and runs every point of a session (about 3,800 here,
+at ~25 s each: a day of machine time), and has no seeded uniform sample nor an equivalence
+probe. What this script adds is exactly that: a seeded sample, a frozen copy per mutant (so two
+run at once and editing the tree meanwhile is safe), and a probe.
+
+    .venv/bin/python benchmarks/mutation_score.py [N] [--area A] [--seed S] [--jobs J] [--json FILE]
+    .venv/bin/python benchmarks/mutation_score.py --area runtime --list
 """
 
 from __future__ import annotations
@@ -38,8 +48,25 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("reference/projection.py", "reference/canonical.py", "reference/strictjson.py")
-REQUIREMENTS = "BUD,DRY,DEF,AUTH,PRO"
+BUDGET = ("reference/projection.py", "reference/canonical.py", "reference/strictjson.py")
+# Which checks judge an area: the budget modules are only reached by these; everything else
+# by the whole suite.
+REQUIREMENTS = {"budget": "BUD,DRY,DEF,AUTH,PRO", "runtime": None, "engine": None}
+
+
+def area_modules(area: str, code_root: Path) -> tuple[str, ...]:
+    """The modules (paths relative to `code_root`) whose points an area samples."""
+    if area == "budget":
+        return BUDGET
+    reference = code_root / "reference"
+    if area == "runtime":
+        found = sorted((reference / "runtime").glob("*.py"))
+    else:
+        found = sorted(reference.glob("*.py"))
+    names = (path.relative_to(code_root).as_posix() for path in found)
+    return tuple(n for n in names if n not in BUDGET and not n.endswith("__init__.py"))
+
+
 PROBE_TIMEOUT = 180
 
 # --- mutation points ---------------------------------------------------------------------
@@ -210,11 +237,11 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def list_points(code_root: Path) -> list[Point]:
-    """Every mutation point of MODULES under `code_root`, in a stable order; all compile."""
+def list_points(code_root: Path, modules: tuple[str, ...]) -> list[Point]:
+    """Every mutation point of `modules` under `code_root`, in a stable order; all compile."""
     points: list[Point] = []
     seen: set[bytes] = set()
-    for module in MODULES:
+    for module in modules:
         source = (code_root / module).read_bytes()
         for point in _Finder(module, source).points():
             mutant = point.apply(source)
@@ -247,16 +274,21 @@ def environment(code_root: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(code_root), "CI": "true", "PYTHONHASHSEED": "0"}
 
 
-def run_bounded(command: list[str], code_root: Path, timeout: float) -> int | None:
+def run_bounded(
+    command: list[str], code_root: Path, timeout: float, log: Path | None = None
+) -> int | None:
     """Exit code of `command` run in the copy, or None when it timed out (its group killed)."""
+    out = log.open("wb") if log is not None else subprocess.DEVNULL
     process = subprocess.Popen(
         command,
         cwd=code_root,
         env=environment(code_root),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    if log is not None:
+        out.close()  # type: ignore[union-attr]
     try:
         return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -283,7 +315,7 @@ def verify_isolation(code_root: Path) -> list[str]:
     return done.stdout.split()
 
 
-def suite(code_root: Path, timeout: float) -> tuple[str, float]:
+def suite(code_root: Path, timeout: float, requirements: str | None) -> tuple[str, float]:
     """Run the checks on one copy: killed (exit 1), survived (0), or error/timeout.
 
     `--strict`: a recommended requirement the mutant breaks (BUD-10's cuts inside escapes or
@@ -295,12 +327,13 @@ def suite(code_root: Path, timeout: float) -> tuple[str, float]:
     report_dir = code_root / "report"
     command = [
         sys.executable, "-m", "arck.conformance.cli", "run", "--target", "reference",
-        "--profile", "quick", "--requirements", REQUIREMENTS, "--seed", "0", "--strict",
-        "--check-timeout", "60",
+        "--profile", "quick", "--seed", "0", "--strict", "--check-timeout", "60",
         "--report-dir", str(report_dir),
     ]  # fmt: skip
+    if requirements:
+        command += ["--requirements", requirements]
     start = time.monotonic()
-    code = run_bounded(command, code_root, timeout)
+    code = run_bounded(command, code_root, timeout, code_root / "suite.log")
     elapsed = time.monotonic() - start
     if code is None:
         return "timeout", elapsed
@@ -312,7 +345,10 @@ def suite(code_root: Path, timeout: float) -> tuple[str, float]:
 # --- equivalence probe -------------------------------------------------------------------
 
 
-def probe_kind(point: Point) -> str:
+def probe_kind(point: Point) -> str | None:
+    """Which corpus probes a survivor; None outside the budget modules (judged by hand)."""
+    if point.module not in BUDGET:
+        return None
     return "strictjson" if point.module.endswith("strictjson.py") else "budget"
 
 
@@ -509,6 +545,7 @@ class Outcome:
     probe: str | None = None
     example: str | None = None
     diff: str = ""
+    caught_by: list[str] = field(default_factory=list)  # checks failed, warned or not testable
 
 
 def run_one(
@@ -521,13 +558,26 @@ def run_one(
     source = target.read_bytes()
     target.write_bytes(point.apply(source))
     try:
-        status, seconds = suite(code_root, args.timeout)
+        status, seconds = suite(code_root, args.timeout, REQUIREMENTS[args.area])
         outcome = Outcome(point, status, seconds, diff=_unified(point, source))
-        if status == "survived":
-            outcome.probe, outcome.example = prober.verdict(code_root, probe_kind(point))
+        kind = probe_kind(point)
+        if status == "survived" and kind is not None:
+            outcome.probe, outcome.example = prober.verdict(code_root, kind)
+        elif status == "killed":
+            outcome.caught_by = _caught_by(code_root / "report" / "report.json")
+        elif status not in ("killed", "survived"):  # what the run said before it gave up
+            log = code_root / "suite.log"
+            tail = log.read_bytes()[-600:] if log.exists() else b""
+            outcome.example = tail.decode("utf-8", "replace")
         return outcome
     finally:
         shutil.rmtree(code_root, ignore_errors=True)
+
+
+def _caught_by(report: Path) -> list[str]:
+    checks = json.loads(report.read_text("utf-8")).get("checks", [])
+    bad = ("fail", "warn", "not_testable")
+    return [f"{c['check_id']} ({c['status']})" for c in checks if c.get("status") in bad]
 
 
 def _unified(point: Point, source: bytes) -> str:
@@ -564,21 +614,21 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def report(outcomes: list[Outcome]) -> None:
+def report(outcomes: list[Outcome], modules: tuple[str, ...]) -> None:
     survivors = [o for o in outcomes if o.status == "survived"]
     for o in survivors:
         print(f"\n=== survived: {o.point.label}\n{o.diff.rstrip()}\nprobe: {o.probe}")
         if o.example:
             print(f"  {o.example}")
-    print(f"\n{'module':<16} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv?':>6} "
+    print(f"\n{'module':<20} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv?':>6} "
           f"{'err/t.o.':>8} {'raw':>5} {'adjusted':>8}")  # fmt: skip
-    groups = [(Path(m).name, [o for o in outcomes if o.point.module == m]) for m in MODULES]
+    groups = [(Path(m).name, [o for o in outcomes if o.point.module == m]) for m in modules]
     for name, group in [*groups, ("all", outcomes)]:
         if not group:
             continue
         sc = scores(group)
         print(
-            f"{name:<16} {sc['mutants']:>7} {sc['killed']:>6} {sc['survived']:>8} "
+            f"{name:<20} {sc['mutants']:>7} {sc['killed']:>6} {sc['survived']:>8} "
             f"{sc['likely_equivalent']:>6} {sc['error_or_timeout']:>8} "
             f"{_pct(sc['raw_score']):>5} {_pct(sc['adjusted_score']):>8}"
         )
@@ -586,14 +636,54 @@ def report(outcomes: list[Outcome]) -> None:
           "errors and timeouts are in neither.")  # fmt: skip
 
 
+def find_again(points: list[Point], earlier: Path, only_survivors: bool) -> list[Point]:
+    """The mutants of an earlier run, located in today's source.
+
+    A point is the same mutation when its module, kind, original text and replacement match;
+    among several such (the same `+ 1` twice in a module), the one nearest its old line. The
+    source may have moved since the sample was drawn, so every match is printed with its old
+    line, and a mutation whose code is gone is reported and skipped, never guessed.
+    """
+    rows = json.loads(earlier.read_text())["mutants"]
+    chosen: list[Point] = []
+    for row in rows:
+        if only_survivors and row["status"] != "survived":
+            continue
+        old = row["point"]
+        same = [
+            p
+            for p in points
+            if (p.module, p.kind, p.original, p.replacement)
+            == (old["module"], old["kind"], old["original"], old["replacement"])
+        ]
+        if not same:
+            print(f"gone from the source: {old['label']}")
+            continue
+        found = min(same, key=lambda p: abs(p.line - old["line"]))
+        print(f"line {old['line']:>4} -> {found.line:>4}  {found.label}")
+        chosen.append(found)
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("limit", nargs="?", type=int, default=60, help="mutants to sample (60)")
     parser.add_argument("--limit", dest="limit_opt", type=int, help="same as the positional N")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (0)")
+    parser.add_argument(
+        "--area", choices=tuple(REQUIREMENTS), default="budget", help="modules to mutate (budget)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (1)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per suite run (300)")
     parser.add_argument("--points", help="run these point numbers (from --list), comma-separated")
+    parser.add_argument(
+        "--rerun",
+        type=Path,
+        help="run again the mutants of an earlier --json file (found again in today's source)",
+    )
+    parser.add_argument(
+        "--only-survivors", action="store_true", help="with --rerun: only its survivors"
+    )
     parser.add_argument("--list", action="store_true", help="print the points, run nothing")
     parser.add_argument("--probe-inputs", type=int, default=300, help="probe corpus size (300)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
@@ -607,29 +697,35 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="arck-mutants-") as tmp:
         base = snapshot(Path(tmp) / "base")
-        points = list_points(base / "arck")
+        modules = area_modules(args.area, base / "arck")
+        points = list_points(base / "arck", modules)
+        args.total_points = len(points)
         kinds = Counter(p.kind for p in points)
         print(f"{len(points)} mutation points: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
         if args.list:
             for i, point in enumerate(points):
                 print(f"{i:>4} {point.label}")
             return 0
-        if args.points:
+        if args.rerun:
+            chosen = find_again(points, args.rerun, args.only_survivors)
+        elif args.points:
             chosen = [points[int(i)] for i in args.points.split(",")]
         else:
             limit = args.limit_opt if args.limit_opt is not None else args.limit
             chosen = random.Random(args.seed).sample(points, min(limit, len(points)))
-        return execute(chosen, base, Path(tmp), args)
+        return execute(chosen, base, Path(tmp), args, modules)
 
 
-def execute(chosen: list[Point], base: Path, work: Path, args: argparse.Namespace) -> int:
+def execute(
+    chosen: list[Point], base: Path, work: Path, args: argparse.Namespace, modules: tuple[str, ...]
+) -> int:
     paths = verify_isolation(base)
     print("imports under a run's environment:", *paths, sep="\n  ")
     if not all(Path(p).is_relative_to(base) for p in paths):
         print("isolation broken: arck does not resolve to the copy", file=sys.stderr)
         return 2
     if not args.no_baseline:
-        status, seconds = suite(base, args.timeout)
+        status, seconds = suite(base, args.timeout, REQUIREMENTS[args.area])
         print(f"unmutated copy: {status} in {seconds:.0f} s")
         if status != "survived":
             print("the suite must pass on the unmutated code to score mutants", file=sys.stderr)
@@ -646,12 +742,14 @@ def execute(chosen: list[Point], base: Path, work: Path, args: argparse.Namespac
             done = f"[{len(outcomes)}/{len(chosen)}]"
             print(f"{done} {o.status:<9} {o.seconds:>5.0f} s  {o.point.label}", flush=True)
     outcomes.sort(key=lambda o: (o.point.module, o.point.start))
-    report(outcomes)
+    report(outcomes, modules)
     if args.json:
         rows = [
             {**asdict(o), "point": {**asdict(o.point), "label": o.point.label}} for o in outcomes
         ]
-        args.json.write_text(json.dumps({"scores": scores(outcomes), "mutants": rows}, indent=1))
+        header = {"area": args.area, "seed": args.seed, "sampled_from": args.total_points}
+        body = {**header, "scores": scores(outcomes), "mutants": rows}
+        args.json.write_text(json.dumps(body, indent=1))
     return 0
 
 

@@ -21,6 +21,7 @@ search by `cases` given as a function of the context, never raised per case.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -65,9 +66,29 @@ class _Verdict(BaseException):
 
 @dataclass
 class _Search:
-    """One hypothesis search of a check: whether it has found a real failure yet."""
+    """One hypothesis search of a check: whether it has found a real failure yet, and the
+    wall-clock moment after which it starts no new input (None: no bound)."""
 
     failed: bool = False
+    deadline: float | None = None
+
+
+class _OutOfTime(BaseException):
+    """The search's time is spent with no failure found: it ends, and the check passes on
+    the inputs it tried (reported with their count). A BaseException, so hypothesis neither
+    counts nor shrinks it (see _Verdict)."""
+
+
+def _in_time(ctx: CheckContext) -> None:
+    """Before each new input: stop the search once its time is spent, unless it has found a
+    failure (then the input is part of shrinking it, which the check's own timeout bounds)
+    or has not tried one input yet."""
+    search = _SEARCH.get()
+    if search is None or search.failed or search.deadline is None or not ctx.examples:
+        return
+    if time.monotonic() > search.deadline:
+        ctx.stopped_by_time = True
+        raise _OutOfTime
 
 
 _SEARCH: ContextVar[_Search | None] = ContextVar("arck_search", default=None)
@@ -84,15 +105,23 @@ def _carry(exc: NotApplicable | NotTestable) -> NoReturn:
     raise _Verdict(exc)
 
 
-def _searching(search: Callable[[], None]) -> None:
+def _searching(search: Callable[[], None], ctx: CheckContext) -> None:
     """Run a hypothesis search; a verdict carried out of it ends the check as that verdict,
-    unless real failures were found beside it (in explicit examples), which then stand."""
-    token = _SEARCH.set(_Search())
+    unless real failures were found beside it (in explicit examples), which then stand. A
+    search whose time ran out before it found anything passes on what it tried."""
+    ctx.stopped_by_time = False
+    deadline = None if ctx.search_seconds is None else time.monotonic() + ctx.search_seconds
+    token = _SEARCH.set(_Search(deadline=deadline))
     try:
         search()
+    except _OutOfTime:
+        return
     except _Verdict as carried:
         raise carried.verdict from None
     except BaseExceptionGroup as group:
+        spent, group_rest = group.split(_OutOfTime)
+        if spent is not None and group_rest is None:
+            return
         verdicts, rest = group.split(_Verdict)
         if verdicts is None:
             raise
@@ -141,6 +170,7 @@ def property_check(
 
             @given(case=strategy)
             def explore(case: Any) -> None:
+                _in_time(arck)
                 arck.examples = (arck.examples or 0) + 1
                 _run(fn, arck, case, case)
 
@@ -152,7 +182,7 @@ def property_check(
             explore = chosen(explore)
             if arck.seed is not None:
                 explore = seed(arck.seed)(explore)
-            _searching(explore)
+            _searching(explore, arck)
 
         test.arck_replay = lambda ctx, case: _run(fn, ctx, case, case)  # type: ignore[attr-defined]
         return _tag(ids, fn, test)
@@ -204,6 +234,7 @@ def stateful_check(
             arck.examples = 0
 
             def factory() -> RuleBasedStateMachine:
+                _in_time(arck)
                 arck.examples = (arck.examples or 0) + 1
                 recent = getattr(arck.target, "recent", None)
                 if recent is not None:
@@ -224,7 +255,7 @@ def stateful_check(
                 chosen = settings(arck.settings, stateful_step_count=steps, phases=phases,
                                   max_examples=programs)
                 _searching(lambda: run_state_machine_as_test(cast(Any, factory),
-                                                             settings=chosen))
+                                                             settings=chosen), arck)
 
         test.arck_replay = replay  # type: ignore[attr-defined]
         return _tag(ids, fn, test)

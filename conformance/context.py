@@ -40,6 +40,10 @@ class CheckContext:
     seed: int | None = None
     settings: settings = field(default_factory=settings)
     examples: int | None = None  # inputs the running property check has tried so far
+    # Wall seconds a search may spend generating before it stops with what it tried (half of
+    # --check-timeout; None: no bound), and whether the running check's search stopped so.
+    search_seconds: float | None = None
+    stopped_by_time: bool = False
     lane: str = ""  # the xdist worker's own part of every name, so workers never collide
     _binding: str | None = None
     _versions: dict[tuple[int | None, str], Version] = field(default_factory=dict)
@@ -127,8 +131,9 @@ class CheckContext:
     def _id(self, exchange: Exchange, key: str, step: str) -> str:
         data = exchange.json_or_none()
         if not (200 <= exchange.status < 300) or not isinstance(data, dict):
-            raise NotTestable(f"setup could not {step}: {exchange.describe()}")
+            raise NotTestable(f"setup could not {step}: {exchange.describe()}", exchange=exchange)
         value = data.get(key)
         if not isinstance(value, str):
-            raise NotTestable(f"setup could not {step}: no string {key!r} in {exchange.describe()}")
+            raise NotTestable(f"setup could not {step}: no string {key!r} in {exchange.describe()}",
+                              exchange=exchange)
         return value

@@ -120,4 +120,9 @@ def request_of(exc: BaseException) -> str | None:
 
 
 class CheckTimeout(BaseException):
-    """The per-check watchdog fired: the target hung."""
+    """The per-check watchdog fired: the target hung (`on_target`: a request was waiting for
+    its answer) or the check itself ran out of time between requests."""
+
+    def __init__(self, message: str, *, on_target: bool = True) -> None:
+        super().__init__(message)
+        self.on_target = on_target

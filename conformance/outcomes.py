@@ -67,7 +67,9 @@ def problems(exc: BaseException | None) -> list[Problem]:
     for leaf in _leaves(exc):
         if isinstance(leaf, CheckFailure | NotApplicable):
             continue
-        harness = not isinstance(leaf, NotTestable | TargetUnreachable | CheckTimeout)
+        harness = not isinstance(leaf, NotTestable | TargetUnreachable | CheckTimeout) or (
+            isinstance(leaf, CheckTimeout) and not leaf.on_target
+        )
         problem = Problem(type(leaf).__name__, _text(leaf), "arck" if harness else "target",
                           request_of(leaf), _where(leaf) if harness else None)
         shown.setdefault((problem.type, problem.message), problem)
@@ -77,7 +79,8 @@ def problems(exc: BaseException | None) -> list[Problem]:
 def _text(exc: BaseException) -> str:
     text = str(exc) or repr(exc)
     if isinstance(exc, CheckTimeout):
-        text = f"the target did not answer in time: {text}"
+        who = "the target did not answer in time" if exc.on_target else "the check ran out of time"
+        text = f"{who}: {text}"
     return text[:MAX_PROBLEM_CHARS]
 
 

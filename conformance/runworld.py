@@ -146,9 +146,11 @@ class RunWorld:
 
     def start(self, session_id: str, text: str) -> dict[str, Any]:
         """Create a run; its snapshot (a run refused at admission comes back ended)."""
-        data = self.ok(self.target.create_run(session_id, {"input": text}), "create a run")
+        created = self.target.create_run(session_id, {"input": text})
+        data = self.ok(created, "create a run")
         if not isinstance(data.get("run_id"), str):
-            raise NotTestable(f"setup could not create a run: no run_id in {data}")
+            raise NotTestable(f"setup could not create a run: no run_id in {data}",
+                              exchange=created)
         return data
 
     def waiting_call(self, arguments: dict[str, Any]) -> tuple[str, str, str]:
@@ -308,10 +310,10 @@ class RunWorld:
         return self.ok(self.target.get_run(run_id), f"read run {run_id}")
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
-        data = self.ok(self.target.run_events(run_id), f"read the events of run {run_id}")
-        events = data.get("events")
+        read = self.target.run_events(run_id)
+        events = self.ok(read, f"read the events of run {run_id}").get("events")
         if not isinstance(events, list):
-            raise NotTestable(f"the events of run {run_id} are not a list: {str(data)[:200]}")
+            raise NotTestable(f"the events of run {run_id} are not a list", exchange=read)
         return events
 
     def of_type(self, run_id: str, kind: str) -> list[dict[str, Any]]:
@@ -321,17 +323,17 @@ class RunWorld:
         return self.ok(self.target.get_wallet(wallet_id), f"read wallet {wallet_id}")
 
     def history(self, session_id: str, kind: str) -> list[Any]:
-        data = self.ok(self.target.history(session_id, kind), f"read the {kind} history")
-        items = data.get("items")
+        read = self.target.history(session_id, kind)
+        items = self.ok(read, f"read the {kind} history").get("items")
         if not isinstance(items, list):
-            raise NotTestable(f"the {kind} history is not a list: {str(data)[:200]}")
+            raise NotTestable(f"the {kind} history is not a list", exchange=read)
         return items
 
     def tool_calls(self, run_id: str) -> list[dict[str, Any]]:
-        data = self.ok(self.target.tool_calls(run_id), f"list the tool calls of {run_id}")
-        calls = data.get("tool_calls")
+        read = self.target.tool_calls(run_id)
+        calls = self.ok(read, f"list the tool calls of {run_id}").get("tool_calls")
         if not isinstance(calls, list):
-            raise NotTestable(f"the tool calls of {run_id} are not a list: {str(data)[:200]}")
+            raise NotTestable(f"the tool calls of {run_id} are not a list", exchange=read)
         return calls
 
     def requests(self, agent: Agent) -> list[RecordedRequest]:

@@ -39,7 +39,7 @@ from arck.conformance.parallel import RESULT_ATTR
 from arck.reports.model import CheckResult, Failure, RunReport, Status
 from arck.simulator.errors import TargetUnreachable
 from arck.simulator.factory import build_target, verify_credentials
-from arck.simulator.target import HttpTarget, Target
+from arck.simulator.target import WAITING, HttpTarget, Target
 
 SEARCH_PROFILES = {"quick": 10, "ci": 40, "thorough": 300}
 MAX_EXAMPLE_CHARS = 4000
@@ -141,6 +141,7 @@ class ArckRun:
                 seed=self.seed,
                 settings=self.settings,
                 lane=f"{self.worker}-" if self.worker else "",
+                search_seconds=self.check_timeout * SEARCH_SHARE if self.check_timeout else None,
             )
         return self._context
 
@@ -247,6 +248,7 @@ class ArckRun:
         for rid in sorted(ids):
             item.user_properties.append(("requirement", rid))
         self.context.examples = None
+        self.context.stopped_by_time = False
         recent = getattr(self.target, "recent", None)
         if recent is not None:
             recent.clear()
@@ -278,6 +280,13 @@ class ArckRun:
             duration_s=round(call.duration, 3),
             examples=self._context.examples if self._context else None,
         )
+        if status is Status.PASS and self._context is not None and self._context.stopped_by_time:
+            result.message = (
+                f"passed on the {result.examples} inputs tried: the search stopped at its time "
+                f"budget ({self._context.search_seconds:g} s, half of --check-timeout) before the "
+                f"{self.settings.max_examples} the profile asks; a faster target, or a higher "
+                "--check-timeout, tries more"
+            )
         result.errors = outcomes.problems(exc) if status is not Status.NOT_APPLICABLE else []
         failures = outcomes.check_failures(exc)
         if failures or self.case is not None:  # a replay always shows its requests
@@ -572,6 +581,12 @@ class ArckRun:
         entry.replay = f"arck replay {cases / name} {self.replay_target_flag()}"
 
 
+# A search may generate inputs for this share of --check-timeout, then passes on what it tried:
+# the rest is room to shrink a failure found late, so a slow target is never "not testable"
+# merely because the profile asks for many examples.
+SEARCH_SHARE = 0.5
+
+
 class _watchdog:
     """Turns a hung check into CheckTimeout (not testable) instead of a hung CI job."""
 
@@ -584,7 +599,17 @@ class _watchdog:
         )
 
     def _fire(self, signum: int, frame: Any) -> None:
-        raise CheckTimeout(f"{self.nodeid} ran past {self.seconds:g} s (--check-timeout)")
+        now = time.monotonic()
+        limit = f"{self.nodeid} ran past {self.seconds:g} s (--check-timeout)"
+        if WAITING.request is not None:
+            raise CheckTimeout(f"{limit}; {WAITING.request} had been waiting for an answer for "
+                               f"{now - WAITING.since:.1f} s", on_target=True)
+        last = (f"the last was answered {now - WAITING.answered_at:.1f} s before"
+                if WAITING.answered_at is not None else "none was sent")
+        raise CheckTimeout(f"{limit} with no request waiting on the target ({last}): the "
+                           "check's own work (generating or shrinking inputs, simulators, waits "
+                           "between requests) took the time; raise --check-timeout or lower "
+                           "--max-examples", on_target=False)
 
     def __enter__(self) -> None:
         if self.armed:

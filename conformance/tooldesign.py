@@ -358,16 +358,17 @@ def check_samples(
         exchange = ctx.dry_run(version, sample.value, receipt_id=ctx.name("check-tool-receipt"))
         if not 200 <= exchange.status < 300:
             raise NotTestable(f"the dry-run of {sample.name} did not answer 2xx: "
-                              f"{exchange.describe()}")
+                              f"{exchange.describe()}", exchange=exchange)
         try:
             data = strict_json(exchange.body)
         except ValueError as exc:
             raise NotTestable(f"the dry-run of {sample.name} answered no strict JSON ({exc}): "
-                              f"{exchange.describe()}") from None
+                              f"{exchange.describe()}", exchange=exchange) from None
         preview = data.get("context_preview") if isinstance(data, dict) else None
         if not isinstance(preview, dict):
             raise NotTestable(f"the dry-run of {sample.name} answered no context_preview for a "
-                              f"completed receipt (DRY-01): {exchange.describe()}")
+                              f"completed receipt (DRY-01): {exchange.describe()}",
+                              exchange=exchange)
         reports.append(analyse(sample, watched, preview, budget or DEFAULT_BUDGET))
     return reports
 

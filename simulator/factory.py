@@ -19,7 +19,7 @@ from arck.simulator.control import InProcessControl, ServedControl, serve_provid
 from arck.simulator.errors import TargetUnreachable, UsageError
 from arck.simulator.provider import SimulatedProvider
 from arck.simulator.restart import command_restarter
-from arck.simulator.target import HttpTarget, RateLimiter, Target, TargetInfo
+from arck.simulator.target import WAITING, HttpTarget, RateLimiter, Target, TargetInfo
 from arck.simulator.targetfile import ROLES, TargetFile, load
 
 REFERENCE_APP = "arck.reference.app:create_app"
@@ -248,7 +248,8 @@ def _clock_poster(target: Target) -> Any:
             if tokens.get("full"):
                 headers["Authorization"] = f"Bearer {tokens['full']}"
             try:
-                response = client.post(CLOCK_PATH, json=body, headers=headers)
+                with WAITING(f"POST {CLOCK_PATH}"):
+                    response = client.post(CLOCK_PATH, json=body, headers=headers)
             except httpx.TransportError as exc:
                 raise TargetUnreachable(f"POST {CLOCK_PATH}: {type(exc).__name__}: {exc}") from exc
             status, content = response.status_code, response.content

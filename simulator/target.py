@@ -194,6 +194,35 @@ class RateLimiter:
             self.next_at = now + self.interval
 
 
+class Waiting:
+    """Which request the harness is waiting on, if any: when a check's time runs out, the
+    watchdog tells a target that did not answer from a check that spent its own time (its
+    search, its simulators, its waits between requests)."""
+
+    def __init__(self) -> None:
+        self.request: str | None = None
+        self.since = 0.0
+        self.answered_at: float | None = None
+
+    def __call__(self, what: str) -> _WaitingOn:
+        return _WaitingOn(self, what)
+
+
+class _WaitingOn:
+    def __init__(self, waiting: Waiting, what: str) -> None:
+        self.waiting, self.what = waiting, what
+
+    def __enter__(self) -> None:
+        self.waiting.request, self.waiting.since = self.what, time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.waiting.request = None
+        self.waiting.answered_at = time.monotonic()
+
+
+WAITING = Waiting()  # one harness process runs one check at a time on its main thread
+
+
 class HttpTarget:
     """The reference wire profile over httpx: in-process (ASGI) or a URL."""
 
@@ -237,7 +266,8 @@ class HttpTarget:
             headers["Content-Type"] = "application/json"
         self.limiter.wait()
         try:
-            response = self.client.request(method, path, content=content, headers=headers)
+            with WAITING(f"{method} {path}"):
+                response = self.client.request(method, path, content=content, headers=headers)
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         self.exchanges += 1
@@ -439,19 +469,20 @@ class HttpTarget:
 
     def _read_and_drop(self, request: httpx.Request) -> tuple[int, dict[str, str], bytes]:
         seen = bytearray()
-        response = self.client.send(request, stream=True)
-        try:
-            raw = response.headers.raw
-            for chunk in response.iter_raw():
-                seen.extend(chunk)
-                if first_event_read(raw, bytes(seen)):
-                    break
-        except httpx.ReadTimeout:
-            pass  # the stream said nothing more in time: what it said is the answer
-        finally:
-            # Unread body: httpx closes the connection instead of pooling it, and the
-            # server sees its client go.
-            response.close()
+        with WAITING(f"GET {request.url.path} (an event stream)"):
+            response = self.client.send(request, stream=True)
+            try:
+                raw = response.headers.raw
+                for chunk in response.iter_raw():
+                    seen.extend(chunk)
+                    if first_event_read(raw, bytes(seen)):
+                        break
+            except httpx.ReadTimeout:
+                pass  # the stream said nothing more in time: what it said is the answer
+            finally:
+                # Unread body: httpx closes the connection instead of pooling it, and the
+                # server sees its client go.
+                response.close()
         return response.status_code, dict(response.headers), bytes(seen)
 
     def _post(self, path: str, body: Any, role: str) -> Exchange:

@@ -105,7 +105,7 @@ def _judge_silence(ctx: CheckContext, w: RunWorld) -> None:
     if not _ok(control):
         raise NotTestable(f"not testable: a claim right after a heartbeat was refused too, "
                           f"so the refusals may not be about the silence: "
-                          f"{control.describe()}")
+                          f"{control.describe()}", exchange=control)
 
 
 def _candidates(exchange: Exchange) -> list[Any]:
@@ -173,7 +173,8 @@ def test_the_grant_carries_what_the_product_checks(ctx: CheckContext, case: Any)
     data = exchange.json_or_none() if _ok(exchange) else None
     grant = data.get("grant") if isinstance(data, dict) else None
     if not isinstance(grant, dict):
-        raise NotTestable(f"not testable: the claim gave no grant: {exchange.describe()}")
+        raise NotTestable(f"not testable: the claim gave no grant: {exchange.describe()}",
+                          exchange=exchange)
     missing = [k for k in ("subject", "agent_id", "agent_version", "arguments",
                            "arguments_digest") if grant.get(k) in (None, "", {})]
     expect(not missing, ("EXE-05", "AUTH-02"), "a grant with subject, agent, resource "

@@ -60,12 +60,13 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
             sent = target.submit_receipt(call_id, step, role=role)
             if not _ok(sent):
                 raise NotTestable(f"not testable: progress {step['sequence']} was refused: "
-                                  f"{sent.describe()}")
+                                  f"{sent.describe()}", exchange=sent)
     final = {"receipt_id": "arck-final", "claim_id": claim, "kind": "completed",
              "result": result}
     first = target.submit_receipt(call_id, final, role=role)
     if not _ok(first):
-        raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}")
+        raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}",
+                          exchange=first)
     w.settle(run_id)
     before = _state(w, run_id, session)
     body: dict[str, Any] = {"accepted": accepted, "progress": progress[0], "final": final}[which]
@@ -136,7 +137,8 @@ def test_a_receipt_id_never_changes_meaning(ctx: CheckContext, case: Any) -> Non
     claim = w.accept(call_id)
     first = w.finish(call_id, claim, "arck-meaning", first_result)
     if not _ok(first):
-        raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}")
+        raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}",
+                          exchange=first)
     other = w.finish(call_id, claim, "arck-meaning", second_result)
     expect(not _ok(other), "EXE-09", "the same receipt_id with another result refused",
            other.describe)
@@ -162,7 +164,7 @@ def test_one_final_receipt_per_call(ctx: CheckContext, case: Any) -> None:
     first = w.finish(call_id, claim, "arck-final-1", _payload(first_kind, 1), first_kind)
     if not _ok(first):
         raise NotTestable(f"not testable: a {first_kind} receipt was refused: "
-                          f"{first.describe()}")
+                          f"{first.describe()}", exchange=first)
     for n, moment in enumerate(("while the run waits for its other call",
                                 "after the run ended"), start=2):
         w.settle(run_id)
@@ -231,7 +233,7 @@ def test_reconciliation_required_is_never_retried(ctx: CheckContext) -> None:
                      "reconciliation_required")
     if not _ok(final):
         raise NotTestable(f"not testable: the reconciliation_required receipt was refused: "
-                          f"{final.describe()}")
+                          f"{final.describe()}", exchange=final)
     # Nothing the check judges needs the provider meanwhile (the run waits for tools): an
     # hour is one long step over HTTP, not 3,600 (RunWorld.idle). In real time (no
     # test-clock) an hour cannot be waited: the check judges the first two moments only.
@@ -241,7 +243,7 @@ def test_reconciliation_required_is_never_retried(ctx: CheckContext) -> None:
         control = target.claim(other, role)
         if not _ok(control):
             raise NotTestable(f"not testable: a claim of the batch's other call was refused "
-                              f"{waited} s on: {control.describe()}")
+                              f"{waited} s on: {control.describe()}", exchange=control)
         listed = target.candidates(role)
         expect(call_id not in listed.body.decode("utf-8", "replace"), "EXE-11",
                f"the call answered reconciliation_required not among the candidates "

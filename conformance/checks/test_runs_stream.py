@@ -109,7 +109,7 @@ def _drop(w: RunWorld, drop: Callable[..., Exchange], run_id: str, phase: str) -
         raw = [(k.encode(), v.encode()) for k, v in exchange.headers.items()]
         if not first_event_read(raw, exchange.body):
             raise NotTestable(f"the event stream sent no event before it was dropped "
-                              f"({phase}): {exchange.describe()}")
+                              f"({phase}): {exchange.describe()}", exchange=exchange)
         after = w.snapshot(run_id)
         if after.get("state") == "ended":
             raise CheckFailure(

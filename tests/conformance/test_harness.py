@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,11 @@ from arck.conformance.checking import expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.coverage import coverage
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, NotTestable
+from arck.conformance.session import _watchdog
 from arck.reports.model import CheckResult, Failure, Status
 from arck.simulator.errors import UsageError
 from arck.simulator.factory import build_target, verify_credentials
-from arck.simulator.target import Exchange, RateLimiter
+from arck.simulator.target import WAITING, Exchange, RateLimiter
 from arck.simulator.targetfile import load
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "SPEC.md"
@@ -308,3 +311,71 @@ def test_a_requirement_outside_the_selection_is_judged_by_a_check_that_ran() -> 
     assert rows["BUD-04"].reason.startswith("budget/test_bytes (failure 1 of 2); not selected")
     assert rows["BUD-01"].status is Status.NOT_COVERED  # no check that ran covers it
     assert rows["BUD-01"].reason == "not selected by --requirements"
+
+
+def _timed_out(body: Callable[[], None]) -> CheckTimeout:
+    with pytest.raises(CheckTimeout) as caught, _watchdog(0.2, "checks/test_x.py::test_x"):
+        body()
+    return caught.value
+
+
+def test_a_check_out_of_time_says_whether_the_target_was_answering() -> None:
+    """The watchdog blames the target only while a request waits for its answer; a check
+    that spent its own time between requests says so, and is reported as arck's."""
+
+    def waiting_on_target() -> None:
+        with WAITING("GET /v1/runs/run-000001"):
+            time.sleep(2)
+
+    hung = _timed_out(waiting_on_target)
+    assert hung.on_target
+    assert "GET /v1/runs/run-000001 had been waiting" in str(hung)
+    (problem,) = outcomes.problems(hung)
+    assert problem.origin == "target"
+    assert problem.message.startswith("the target did not answer in time")
+
+    slow = _timed_out(lambda: time.sleep(2))
+    assert not slow.on_target
+    assert "no request waiting on the target (the last was answered" in str(slow)
+    (problem,) = outcomes.problems(slow)
+    assert problem.origin == "arck"
+    assert problem.message.startswith("the check ran out of time")
+
+
+@property_check("BUD-03", cases=st.integers(0, 1000))
+def _slow_and_fine(ctx: CheckContext, case: int) -> None:
+    time.sleep(0.02)  # a slow target: each input costs wall time
+    expect(case >= 0, "BUD-03", "a case >= 0", f"case == {case}")
+
+
+@property_check("BUD-03", cases=st.integers(0, 1000))
+def _slow_and_failing(ctx: CheckContext, case: int) -> None:
+    time.sleep(0.02)
+    expect(case < 3, "BUD-03", "a case < 3", f"case == {case}")
+
+
+def _bounded(seconds: float | None) -> CheckContext:
+    return CheckContext(_Recorder(), seed=5, search_seconds=seconds,  # type: ignore[arg-type]
+                        settings=settings(max_examples=200, database=None, deadline=None))
+
+
+def test_a_search_stops_at_its_time_budget_and_says_how_far_it_got() -> None:
+    """Half of --check-timeout bounds the generation: a slow target gets a pass on the inputs
+    tried (counted, flagged), not a "not testable" for the profile's whole count."""
+    ctx = _bounded(0.3)
+    _slow_and_fine(ctx, None)
+    assert ctx.stopped_by_time
+    assert ctx.examples is not None and 1 <= ctx.examples < 200
+
+    unbounded = _bounded(None)
+    _slow_and_fine(unbounded, None)
+    assert not unbounded.stopped_by_time
+    assert unbounded.examples == 200
+
+
+def test_a_failure_found_in_time_is_still_shrunk_past_the_budget() -> None:
+    ctx = _bounded(0.3)
+    with pytest.raises(CheckFailure) as raised:
+        _slow_and_failing(ctx, None)
+    assert raised.value.example == 3
+    assert not ctx.stopped_by_time
