@@ -1042,6 +1042,27 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("AUTH-04",),
         "credentials:executor_reads_runs",
     ),
+    # runs at their edges
+    (
+        "batch-queued-early",
+        "the run is queued again on the first final of its batch, its other calls still open",
+        ("RUN-06",),
+        "edges:batch_queued_early",
+    ),
+    (
+        "timeout-as-lost",
+        "a model call past its timeout is taken for a lost answer: the run ends "
+        "cost_pending_reconciliation, not model_timeout",
+        ("RUN-16",),
+        "edges:timeout_as_lost",
+    ),
+    (
+        "admission-one-high",
+        "admission asks one micro-unit more than the reservation: a wallet holding it exactly "
+        "is refused",
+        ("BIL-01", "BIL-02"),
+        "edges:admission_one_high",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

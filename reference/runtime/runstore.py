@@ -401,13 +401,3 @@ class RunStore:
             "FROM tool_calls WHERE run_id = ? ORDER BY seq",
             (at, run_id),
         )
-
-    def tool_call(self, tenant: str, call_id: str) -> tuple[Any, ...] | None:
-        """(run_id, session_id, tool_call_id, budget, state) of a call of the tenant."""
-        rows = self.store.read(
-            "SELECT tool_calls.run_id, runs.session_id, tool_call_id, budget, tool_calls.state "
-            "FROM tool_calls JOIN runs ON runs.id = tool_calls.run_id "
-            "WHERE tool_calls.id = ? AND runs.tenant = ?",
-            (call_id, tenant),
-        )
-        return rows[0] if rows else None

@@ -1,0 +1,180 @@
+"""Runs at their edges: which end reason each cause gives (RUN-11, RUN-16), a batch of tool
+calls waited for whole (RUN-06), admission at exactly the first reservation (BIL-01, BIL-02).
+
+Each edge is one a plausible engine gets wrong while every ordinary run still looks right: the
+end reasons of a timeout and of an answer without usage swapped, the run queued again when the
+first call of a batch is answered, a wallet holding exactly the reservation refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arck.conformance import runoracle
+from arck.conformance.checking import check, expect
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import NotTestable
+from arck.conformance.runworld import TOOL, ChannelSpec, messages, world
+from arck.simulator.provider import (
+    LostResponse,
+    ServerError,
+    SlowAnswer,
+    Step,
+    ToolCall,
+    UsageMissing,
+)
+
+FUNDS = 10**12
+TEXT = "arck edge answer"
+
+# The cause, its script (one run's model calls), and the end reason the reference profile
+# names for it (docs/runs.md, Decisions). The channel's timeout is 30 s.
+CAUSES: tuple[tuple[str, list[Step], str], ...] = (
+    ("a text answer", [Step(text=TEXT)], "completed"),
+    ("a request for input", [Step(request_input="Which order?")], "input_required"),
+    ("a request for approval", [Step(request_approval="May I refund?")], "approval_required"),
+    ("an answer 45 s late, past the 30 s timeout",
+     [Step(text=TEXT, faults=[SlowAnswer(seconds=45)])], "model_timeout"),
+    ("a lost answer (transport error)", [Step(text=TEXT, faults=[LostResponse()])],
+     "cost_pending_reconciliation"),
+    ("an answer without usage", [Step(text=TEXT, faults=[UsageMissing()])],
+     "cost_pending_reconciliation"),
+    ("four 503 refusals (the retries exhausted)",
+     [Step(faults=[ServerError(status=503)])] * 4, "model_timeout"),
+)
+
+
+def _replay(what: str) -> str:
+    return (f"Reproduce: a version whose model answers with {what}, one run, then "
+            "GET /v1/runs/{run_id} once it has ended (docs/runs.md, Decisions).")
+
+
+@check("RUN-11", "RUN-16")
+def test_each_cause_ends_the_run_with_its_reason(ctx: CheckContext) -> None:
+    """Each cause on its own ends its run, within a bounded number of timers (core: with some
+    reason recorded); the reference profile names the reason per cause: a timeout is
+    `model_timeout` and an answer of unknown cost `cost_pending_reconciliation`, never each
+    other's, nor `completed` for an answer the engine could not use."""
+    w = world(ctx)
+    seen: list[str] = []
+    for what, steps, reason in CAUSES:
+        if not w.control.virtual_time and any(step.faults for step in steps):
+            continue  # a 45 s answer or backoffs cost real minutes without the test clock
+        agent = w.agent(steps)
+        run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), f"Cause: {what}")["run_id"])
+        snapshot, _ = w.settle(run_id)
+        got = snapshot.get("end_reason")
+        seen.append(f"{what}: {got!r}")
+        expect(snapshot.get("state") == "ended" and isinstance(got, str) and bool(got),
+               "RUN-11", f"the run after {what} ended with its reason recorded",
+               str(snapshot), _replay(what))
+        if ctx.profile == "reference":
+            expect(got == reason, ("RUN-11", "RUN-16"),
+                   f"the run after {what} ended {reason!r} (docs/runs.md)",
+                   f"{got!r}; so far: {'; '.join(seen)}", _replay(what))
+
+
+@check("RUN-06", "RUN-16")
+def test_a_batch_is_waited_for_whole(ctx: CheckContext) -> None:
+    """A turn of three tool calls is one batch: while any of them is not final the run stays
+    `waiting_tools` and the model is not called again, however the others were answered
+    (completed, failed); the last final queues it, and its next request carries a tool
+    message for each of the three calls."""
+    w = world(ctx)
+    calls = [ToolCall(name=TOOL, arguments={"part": n}) for n in range(3)]
+    agent = w.agent([Step(tool_calls=calls), Step(text=TEXT)])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = str(w.start(session, "Use the tool three times")["run_id"])
+    snapshot, _ = w.settle(run_id)
+    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
+               if c.get("state") == "dispatchable"]
+    if snapshot.get("state") != "waiting_tools" or len(pending) != 3:
+        raise NotTestable(f"not testable: the run never waited for its 3 tool calls: "
+                          f"{snapshot}; dispatchable {pending}")
+    kinds = ("completed", "failed")
+    for n, call_id in enumerate(pending[:2]):
+        kind = kinds[n]
+        result: Any = {"part": n} if kind == "completed" else \
+            {"code": "arck_edge", "message": "the edge failed"}
+        answer = w.answer(call_id, result, f"arck-edge-{call_id}", kind)
+        expect(200 <= answer.status < 300, "RUN-06", f"the {kind} receipt of call {n + 1} of "
+               "3 taken", answer.describe)
+        snapshot, _ = w.settle(run_id)
+        sent = len(w.requests(agent))
+        expect(snapshot.get("state") == "waiting_tools" and sent == 1, ("RUN-06", "RUN-16"),
+               f"the run still waiting for its batch after {n + 1} of its 3 calls were final, "
+               "and no second model request",
+               f"run {snapshot}; {sent} model request(s)", _batch_replay(run_id))
+    w.answer(pending[2], {"part": 2}, f"arck-edge-{pending[2]}")
+    snapshot, _ = w.settle(run_id)
+    requests = w.requests(agent)
+    expect(len(requests) == 2, ("RUN-06", "RUN-16"),
+           "the model called again once the whole batch was final",
+           lambda: f"{len(requests)} model request(s); run {snapshot}", _batch_replay(run_id))
+    sent_messages = [m for m in messages(requests[1]) if isinstance(m, dict)]
+    answered = {str(m.get("tool_call_id")) for m in sent_messages if m.get("role") == "tool"}
+    ids = {str(c.get("id")) for c in _last_calls(sent_messages)}
+    expect(ids <= answered and len(ids) == 3, "RUN-06",
+           "the request after the batch answering each of its 3 tool calls with a tool message",
+           f"tool calls {sorted(ids)}, tool messages for {sorted(answered)}",
+           _batch_replay(run_id))
+
+
+def _batch_replay(run_id: str) -> str:
+    return (f"Reproduce: answer the calls of GET /v1/runs/{run_id}/tool-calls one at a "
+            f"time and read GET /v1/runs/{run_id} after each (docs/runs.md, Receipts).")
+
+
+def _last_calls(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of the last assistant turn that made any."""
+    calls: list[dict[str, Any]] = []
+    for m in sent:
+        if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list):
+            calls = [c for c in m["tool_calls"] if isinstance(c, dict)]  # the last turn's
+    return calls
+
+
+# A channel whose reservation is not a whole number of micro-units: 13,000.037 exactly.
+ODD = ChannelSpec(input_capacity=10_000, total_capacity=12_000, output_capacity=1_000,
+                  input_price=1_000_003, output_price=3_000_007)
+
+
+@check("BIL-01", "BIL-02")
+def test_admission_at_exactly_the_reservation(ctx: CheckContext) -> None:
+    """A wallet holding the first call's reservation exactly (capacity × price, rounded up to
+    a micro-unit) covers it: the run is admitted and answered. Core: one micro-unit less than
+    the unrounded figure's floor cannot cover any honest reservation (refused before any
+    request); profile: the reservation is rounded up, so one micro-unit less is refused."""
+    w = world(ctx)
+    exact = runoracle.profile_reservation(ODD.input_capacity, ODD.output_capacity,
+                                          ODD.input_price, ODD.output_price)
+    channel = w.channel(ODD)
+    profile = ctx.profile == "reference"
+    cases = [(exact, True), (exact - 2, False)] + ([(exact - 1, False)] if profile else [])
+    for funds, admitted in cases:
+        agent = w.agent([Step(text=TEXT)], channel=channel)
+        run_id = str(w.start(w.session(agent, w.wallet(funds)), "Hello")["run_id"])
+        snapshot, _ = w.settle(run_id)
+        sent = len(w.requests(agent))
+        if admitted:
+            expect(sent == 1 and snapshot.get("end_reason") != "insufficient_balance",
+                   ("BIL-01", "BIL-02"),
+                   f"a run on a wallet of {funds} micro-units (the reservation of "
+                   f"{_figure()}, rounded up) admitted and its model called",
+                   f"{sent} model request(s); run {snapshot}", _admission_replay(funds))
+        else:
+            expect(sent == 0 and snapshot.get("end_reason") == "insufficient_balance",
+                   "BIL-02", f"a run on a wallet of {funds} micro-units (below the "
+                   f"reservation of {_figure()}) ended insufficient_balance before sending",
+                   f"{sent} model request(s); run {snapshot}", _admission_replay(funds))
+
+
+def _figure() -> str:
+    return (f"{ODD.input_capacity} × {ODD.input_price} + {ODD.output_capacity} × "
+            f"{ODD.output_price} per million = 13,000.037")
+
+
+def _admission_replay(funds: int) -> str:
+    return (f"Reproduce: a channel {ODD.body('c')}, a wallet with a deposit of {funds}, a "
+            "session and one run (docs/runs.md, Admission and Billing).")
+

@@ -1,0 +1,72 @@
+"""Mutants of runs at their edges (RUN-06, RUN-11, RUN-16, BIL-01, BIL-02): each keeps every
+ordinary run right and gets one boundary wrong, as the sampled runtime mutants did."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from typing import Any
+
+from fastapi import FastAPI
+
+from arck.reference.mutants.base import serve
+from arck.reference.runtime.claims import CallRow
+from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
+from arck.reference.runtime.modelcall import ModelClient, Outcome
+from arck.reference.runtime.runstore import event
+from arck.reference.runtime.service import Runtime
+from arck.reference.runtime.wire import Channel
+from arck.reference.runtime.worker import Workers
+
+
+class EagerBatchRuntime(Runtime):
+    """Queues the run again on the first final of its batch, the other calls still open."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        answer = super().take_receipt(db, executor_id, call, receipt, body, at)
+        if receipt.kind in FINAL_KINDS and db.execute(
+            "UPDATE runs SET state = 'queued' WHERE id = ? AND state = 'waiting_tools'",
+            (call.run_id,),
+        ).rowcount == 1:
+            event(db, call.run_id, "run.queued", at)
+        return answer
+
+
+class _TimeoutAsLost:
+    """Reports a call past its timeout as a lost answer: the run ends for the wrong cause."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
+        outcome = await self.inner.complete(body, idempotency_key, timeout_ms)
+        return dataclasses.replace(outcome, kind="lost") if outcome.kind == "timeout" else outcome
+
+
+class TimeoutAsLostWorkers(Workers):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = _TimeoutAsLost(self.model)  # type: ignore[assignment]
+
+
+class OneHighRuntime(Runtime):
+    """Admits a run only when the wallet covers one micro-unit more than the reservation."""
+
+    def admission_reservation(self, channel: Channel) -> int:
+        return super().admission_reservation(channel) + 1
+
+
+def batch_queued_early() -> FastAPI:
+    return serve(runtime_class=EagerBatchRuntime)
+
+
+def timeout_as_lost() -> FastAPI:
+    return serve(workers_class=TimeoutAsLostWorkers)
+
+
+def admission_one_high() -> FastAPI:
+    return serve(runtime_class=OneHighRuntime)
