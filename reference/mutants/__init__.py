@@ -1063,6 +1063,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("BIL-01", "BIL-02"),
         "edges:admission_one_high",
     ),
+    (
+        "executor-token-unverified",
+        "an executor token is taken for the executor it names whatever its signature: a "
+        "token one character off is admitted",
+        ("AUTH-01",),
+        "edges:executor_token_unverified",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -1,5 +1,5 @@
-"""Mutants of runs at their edges (RUN-06, RUN-11, RUN-16, BIL-01, BIL-02): each keeps every
-ordinary run right and gets one boundary wrong, as the sampled runtime mutants did."""
+"""Mutants of runs at their edges (RUN-06, RUN-11, RUN-16, BIL-01, BIL-02, AUTH-01): each keeps
+every ordinary run right and gets one boundary wrong, as the sampled runtime mutants did."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
 from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
+from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
 from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.runstore import event
 from arck.reference.runtime.service import Runtime
@@ -70,3 +72,25 @@ def timeout_as_lost() -> FastAPI:
 
 def admission_one_high() -> FastAPI:
     return serve(runtime_class=OneHighRuntime)
+
+
+class _LooseTokenExecutors(Executors):
+    """An executor token is taken for the executor it names whatever its signature says."""
+
+    def principal(self, token: str) -> Principal | None:
+        executor_id, _, _ = token.removeprefix(TOKEN_PREFIX).rpartition("-")
+        if not token.startswith(TOKEN_PREFIX) or not executor_id:
+            return None
+        return super().principal(self.token(executor_id))
+
+
+class LooseTokenRuntime(Runtime):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.executors = _LooseTokenExecutors(
+            self.store, self.clock, kwargs.get("executor_secret", DEV_EXECUTOR_SECRET)
+        )
+
+
+def executor_token_unverified() -> FastAPI:
+    return serve(runtime_class=LooseTokenRuntime)
