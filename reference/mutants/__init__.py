@@ -1042,6 +1042,27 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("AUTH-04",),
         "credentials:executor_reads_runs",
     ),
+    # runtime permissions
+    (
+        "runtime-scope-unchecked",
+        "sessions and runs ignore the credential's agent scope: a caller scoped to another "
+        "agent reads and changes them",
+        ("PRO-02",),
+        "runtime_scope:runtime_scope_unchecked",
+    ),
+    (
+        "runtime-cross-tenant-runs",
+        "a run id is found in any tenant: another tenant reads and cancels this tenant's runs",
+        ("AUTH-03", "PRO-02"),
+        "runtime_scope:runtime_cross_tenant_runs",
+    ),
+    (
+        "revocation-crosses-tenants",
+        "a tool revocation reaches the agent of that name in every tenant: another tenant "
+        "ends this tenant's runs",
+        ("AUTH-03",),
+        "runtime_scope:revocation_crosses_tenants",
+    ),
     # runs at their edges
     (
         "batch-queued-early",
