@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import NotApplicable, NotTestable
+from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
 from arck.simulator.control import Control
 from arck.simulator.executor.rules import contains_equal, run_state
 from arck.simulator.provider import (
@@ -88,6 +88,8 @@ class RunWorld:
     control: Control
     _channels: dict[ChannelSpec, Channel] = field(default_factory=dict)
     _executor: str | None = None  # the role of the world's executor, once registered
+    # run id -> the target's restart count when the run was created; dropped once judged
+    _restarts_at_start: dict[str, int] = field(default_factory=dict)
 
     @property
     def provider(self) -> SimulatedProvider:
@@ -151,6 +153,7 @@ class RunWorld:
         if not isinstance(data.get("run_id"), str):
             raise NotTestable(f"setup could not create a run: no run_id in {data}",
                               exchange=created)
+        self._restarts_at_start[data["run_id"]] = getattr(self.target, "restarts", 0)
         return data
 
     def waiting_call(self, arguments: dict[str, Any]) -> tuple[str, str, str]:
@@ -186,12 +189,33 @@ class RunWorld:
         for passed in range(MAX_WAIT_STEPS):
             snapshot = self.snapshot(run_id)
             if snapshot.get("state") in SETTLED:
+                if snapshot.get("state") == "ended":
+                    self._no_hidden_takeover(run_id)
                 return snapshot, passed
             deadline = self.control.next_deadline()
             if deadline is None:
                 return snapshot, passed
             self.control.advance(max(0.0, deadline - self.control.now()))
         return self.snapshot(run_id), MAX_WAIT_STEPS
+
+    def _no_hidden_takeover(self, run_id: str) -> None:
+        """Profile: a run nobody restarted is never taken over. In the reference profile a
+        takeover (`run.recovered`) means the worker holding the run died; with no restart
+        that is an exception the engine swallowed, the run resumed a lease later, and every
+        other figure looks right. Judged once per run, when it has ended."""
+        at_start = self._restarts_at_start.pop(run_id, None)
+        if at_start is None or self.ctx.profile != "reference":
+            return
+        if getattr(self.target, "restarts", 0) != at_start:
+            return
+        recovered = [e for e in self.events(run_id) if e.get("type") == "run.recovered"]
+        if recovered:
+            raise CheckFailure(
+                "RUN-02", f"profile: run {run_id}, never restarted, never taken over (a "
+                "takeover means its worker died: docs/runs.md, Leases and recovery)",
+                canonical(recovered)[:400],
+                hint=f"Reproduce: GET /v1/runs/{run_id}/events and look for run.recovered; "
+                "the engine's log names the error that killed the worker.")
 
     def idle(self, seconds: float) -> None:
         """Move time over a stretch in which nothing the check judges needs the provider

@@ -245,6 +245,7 @@ class HttpTarget:
         # Stops the service, writes the named tool sets back as a store of the revision before
         # byte budgets held them (token budgets) and starts it again (DEF-07); in-process only.
         self.legacy_restarter: Callable[[Sequence[str], int], None] | None = None
+        self.restarts = 0  # how often the service was killed and started again by a step
         self.exchanges = 0
         self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
@@ -422,6 +423,7 @@ class HttpTarget:
                 "the target has no restart step: give the target file's [target] restart "
                 "command (docs/targets.md), or implement `restart()` in its adapter"
             )
+        self.restarts += 1
         self.restarter()
 
     def legacy_restart(self, tool_set_ids: Sequence[str], tokens: int) -> None:
@@ -435,6 +437,7 @@ class HttpTarget:
                 "budgets, then a start): the in-process reference and mutants have it; an "
                 "adapter implements `legacy_restart(tool_set_ids, tokens)` (docs/targets.md)"
             )
+        self.restarts += 1
         self.legacy_restarter(tool_set_ids, tokens)
 
     def drop_event_stream(self, run_id: str, role: str = "full") -> Exchange:

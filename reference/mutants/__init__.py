@@ -1091,6 +1091,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("AUTH-01",),
         "edges:executor_token_unverified",
     ),
+    (
+        "worker-crash-hidden",
+        "every run's first step raises and the worker swallows it: a takeover finishes the run "
+        "a lease later, every figure right",
+        ("RUN-02",),
+        "edges:worker_crash_hidden",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

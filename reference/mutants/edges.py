@@ -94,3 +94,22 @@ class LooseTokenRuntime(Runtime):
 
 def executor_token_unverified() -> FastAPI:
     return serve(runtime_class=LooseTokenRuntime)
+
+
+class CrashOnceWorkers(Workers):
+    """The first step of every run raises (a bug); the worker swallows it, the lease lapses
+    and a takeover finishes the run: every figure right, a lease late."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._crashed: set[str] = set()
+
+    async def step(self, run_id: str, worker: str) -> None:
+        if run_id not in self._crashed:
+            self._crashed.add(run_id)
+            raise RuntimeError("arck mutant: a bug in the worker's step")
+        await super().step(run_id, worker)
+
+
+def worker_crash_hidden() -> FastAPI:
+    return serve(workers_class=CrashOnceWorkers)

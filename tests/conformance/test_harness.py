@@ -365,7 +365,8 @@ def test_a_search_stops_at_its_time_budget_and_says_how_far_it_got() -> None:
     ctx = _bounded(0.3)
     _slow_and_fine(ctx, None)
     assert ctx.stopped_by_time
-    assert ctx.examples is not None and 1 <= ctx.examples < 200
+    assert ctx.examples is not None
+    assert 1 <= ctx.examples < 200
 
     unbounded = _bounded(None)
     _slow_and_fine(unbounded, None)
