@@ -9,12 +9,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from arck.conformance.checking import expect, property_check
+from arck.conformance import runoracle
+from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
 from arck.conformance.runworld import (
     TOOL,
     Agent,
+    ChannelSpec,
     RunWorld,
     canonical,
     messages,
@@ -156,3 +158,81 @@ def _judge(
     expect(len(calls) == 1, "RUN-02", "one tool call for the one planned (none planned "
            "again after a restart)", lambda: canonical(calls)[:400])
 
+
+
+
+SMALL = ChannelSpec(input_capacity=9_000, total_capacity=12_000, output_capacity=500)
+SUMMARY_TEXT = "arck summary: the user asked about orders, nothing else of note"
+TURNS = 10  # text turns of 3,500 bytes: a summary is due within the first five or six
+IDLE_S = 4_000  # past every lookup the profile schedules for a cost-pending call (60 s..1 h)
+
+
+def _summary_in_flight(w: RunWorld, model: str, run_id: str) -> bool:
+    """Move time a little at a time until a summary request is at the provider, unanswered,
+    while the run has not settled: the moment to restart."""
+    for _ in range(LOOKS):
+        records = [r for r in w.provider.records() if r.conversation == f"model:{model}"]
+        if records and records[-1].outcome == "received":
+            return True
+        if w.snapshot(run_id).get("state") in ("ended", "waiting_tools"):
+            return False
+        w.control.advance(LOOK_S)
+    return False
+
+
+@check("RUN-02", "RUN-11", "RUN-12", "BIL-03")
+def test_a_takeover_of_a_summary_call(ctx: CheckContext) -> None:
+    """Killed while a compaction's summary call is in flight, the engine's next holder of the
+    run checks that call, never resends it, never takes the summary for the model's answer,
+    and the run ends, or goes on, within a bounded number of timers (it never loops on the
+    call). The money of the summary is settled once: after an idle hour nothing is held,
+    and no more than the provider billed is charged. Profile: the run ends
+    `cost_pending_reconciliation` (docs/runs.md, Leases and recovery)."""
+    w = world(ctx)
+    needs_virtual_time(w, "waiting for a lapsed lease after a restart")
+    summary = w.channel(ChannelSpec(model=w.ctx.name("summary-model")))
+    slow = [SlowAnswer(seconds=IN_FLIGHT_S)]
+    w.provider.add_model_script(summary.spec.model, [Step(text=SUMMARY_TEXT, faults=slow)] * 8)
+    agent = w.agent([Step(text="noted")] * (TURNS + 2), channel=w.channel(SMALL),
+                    summary_channel=summary)
+    wallet = w.wallet(FUNDS)
+    session = w.session(agent, wallet)
+    run_id = ""
+    for turn in range(TURNS):
+        run_id = str(w.start(session, f"turn {turn}: " + "tell me more " * 269)["run_id"])
+        if _summary_in_flight(w, summary.spec.model, run_id):
+            break
+        w.settle(run_id)
+    else:
+        raise NotTestable(f"not testable: no summary call was in flight in {TURNS} turns")
+    _restart(w)
+    snapshot, passed = w.settle(run_id)
+    expect(snapshot.get("state") in ("ended", "waiting_tools"), "RUN-11",
+           "the run taken over at its summary call settled within a bounded number of timers "
+           "(never looping on the call)", f"after {passed} timers: {snapshot}")
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "cost_pending_reconciliation", "RUN-02",
+               "profile: the run ended cost_pending_reconciliation (a summary call found sent "
+               "is neither applied nor resent)", str(snapshot))
+    bodies = Counter(canonical(messages(r)) for r in w.provider.recorded()
+                     if r.conversation == f"model:{summary.spec.model}")
+    expect(all(n == 1 for n in bodies.values()), "RUN-12",
+           "the summary request found in flight never sent again",
+           f"{sum(bodies.values())} summary request(s), {len(bodies)} distinct")
+    formal = w.history(session, "formal")
+    applied = [i for i in formal if SUMMARY_TEXT in canonical(i)]
+    expect(not applied, "RUN-02", "the summary never entered the formal history as the "
+           "model's answer", lambda: canonical(applied)[:300])
+    w.idle(IDLE_S)
+    state = w.wallet_state(wallet)
+    billed = [r for r in w.provider.records()
+              if r.billed and r.conversation in (agent.script, f"model:{summary.spec.model}")]
+    spec = SMALL
+    most = sum(runoracle.profile_charge(r.usage or r.true_usage, spec.input_price,
+                                        spec.cached_price, spec.output_price) for r in billed)
+    expect(isinstance(state.get("charged"), int) and state["charged"] <= most, "BIL-03",
+           f"at most what the provider billed charged ({most} micro-units, each call "
+           "rounded up)", str(state))
+    if ctx.profile == "reference":
+        expect(state.get("reserved") == 0, "BIL-03", "profile: nothing held an hour after "
+               "the run ended (the summary call reconciled and settled)", str(state))

@@ -1098,6 +1098,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-02",),
         "edges:worker_crash_hidden",
     ),
+    (
+        "summary-takeover-loops",
+        "a summary call found in flight at a takeover is left as it is: the run is taken over "
+        "again and again, for ever",
+        ("RUN-11",),
+        "edges:summary_takeover_loops",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

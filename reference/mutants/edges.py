@@ -15,6 +15,7 @@ from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
 from arck.reference.runtime.modelcall import ModelClient, Outcome
+from arck.reference.runtime.reconcile import Reconciler
 from arck.reference.runtime.runstore import event
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import Channel
@@ -113,3 +114,22 @@ class CrashOnceWorkers(Workers):
 
 def worker_crash_hidden() -> FastAPI:
     return serve(workers_class=CrashOnceWorkers)
+
+
+class _SummaryTakeoverLoops(Reconciler):
+    """A summary call found `sent` at a takeover is left as it is: the run stays running, its
+    lease lapses, and the next takeover finds the same call, for ever."""
+
+    def _end_pending(self, run_id: str, worker: str, call_id: str, detail: str) -> None:
+        return None
+
+
+class SummaryTakeoverLoopsWorkers(Workers):
+    def start(self) -> None:
+        if self.reconciler is None:
+            self.reconciler = _SummaryTakeoverLoops(self)
+        super().start()
+
+
+def summary_takeover_loops() -> FastAPI:
+    return serve(workers_class=SummaryTakeoverLoopsWorkers)
