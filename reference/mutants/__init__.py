@@ -1105,6 +1105,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-11",),
         "edges:summary_takeover_loops",
     ),
+    (
+        "negative-usage-credits",
+        "reported token counts are charged as they come: a boolean as 1, a negative count "
+        "below zero (its settlement then fails and the run never ends)",
+        ("BIL-04",),
+        "edges:negative_usage_credits",
+    ),
+    (
+        "untrusted-samples",
+        "a prompt_tokens that is no count (negative, a string, a boolean) is taken as 0 and "
+        "made a calibration sample",
+        ("CTX-08",),
+        "edges:untrusted_samples",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

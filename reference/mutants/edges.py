@@ -133,3 +133,30 @@ class SummaryTakeoverLoopsWorkers(Workers):
 
 def summary_takeover_loops() -> FastAPI:
     return serve(workers_class=SummaryTakeoverLoopsWorkers)
+
+
+class RawUsageWorkers(Workers):
+    """Charges whatever integers the provider reports, negative counts included."""
+
+    def usage_figures(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+        def raw(value: Any) -> int:
+            return value if isinstance(value, int) else 0
+
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+        return raw(usage.get("prompt_tokens")), raw(usage.get("completion_tokens")), raw(cached)
+
+
+class UntrustedSamplesWorkers(Workers):
+    """Takes a prompt_tokens that is no count (negative, a string...) as 0, and as a sample."""
+
+    def trusted_prompt(self, usage: dict[str, Any]) -> int | None:
+        return self.usage_figures(usage)[0]
+
+
+def negative_usage_credits() -> FastAPI:
+    return serve(workers_class=RawUsageWorkers)
+
+
+def untrusted_samples() -> FastAPI:
+    return serve(workers_class=UntrustedSamplesWorkers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PER", "Prices", "charge", "reservation", "usage_figures"]
+__all__ = ["PER", "Prices", "charge", "count", "reservation", "usage_figures"]
 
 PER = 1_000_000
 
@@ -38,13 +38,16 @@ def charge(prices: Prices, prompt: int, cached: int, completion: int) -> int:
     )
 
 
+def count(value: Any) -> int | None:
+    """A reported token count, if it is one: a non-negative JSON integer (not a boolean,
+    which Python counts as an int, nor a float or a string)."""
+    return value if type(value) is int and value >= 0 else None
+
+
 def usage_figures(usage: dict[str, Any]) -> tuple[int, int, int]:
     """(prompt, completion, cached) tokens a provider reported; a figure missing or not a
     non-negative integer counts 0."""
-
-    def number(value: Any) -> int:
-        return value if isinstance(value, int) and value >= 0 else 0
-
     details = usage.get("prompt_tokens_details") or {}
-    return (number(usage.get("prompt_tokens")), number(usage.get("completion_tokens")),
-            number(details.get("cached_tokens") if isinstance(details, dict) else 0))
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return (count(usage.get("prompt_tokens")) or 0, count(usage.get("completion_tokens")) or 0,
+            count(cached) or 0)

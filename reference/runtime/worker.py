@@ -357,7 +357,7 @@ class Workers:
                     "cost_pending_reconciliation"
                 RunStore.end(db, run_id, reason, at, worker=worker)
                 return None
-            prompt, completion, cached = billing.usage_figures(usage)
+            prompt, completion, cached = self.usage_figures(usage)
             charge = billing.charge(prices, prompt, cached, completion)
             collected = Wallets.settle(db, session.wallet_id, reservation, charge)
             db.execute(
@@ -373,19 +373,32 @@ class Workers:
                       outcome="answered", usage=usage, charge=charge, collected=collected,
                       released=reservation - collected)
                 return _text(body)
-            # CTX-08/09: the raw estimate of the request sent, paired with the real count.
-            Store.insert(db, "calibration_samples", "cs",
-                         ("tenant", "set_key", "raw", "real", "model_call_id"),
-                         (session.tenant, set_key, raw, prompt, call_id))
-            db.execute("UPDATE sessions SET last_raw = ?, last_real = ?, "
-                       "calls_since_summary = calls_since_summary + 1 WHERE id = ?",
-                       (raw, prompt, session.session_id))
+            # CTX-08/09: the raw estimate of the request sent, paired with the real count,
+            # when the provider reported one (a count that is not one is no sample).
+            if self.trusted_prompt(usage) is not None:
+                Store.insert(db, "calibration_samples", "cs",
+                             ("tenant", "set_key", "raw", "real", "model_call_id"),
+                             (session.tenant, set_key, raw, prompt, call_id))
+                db.execute("UPDATE sessions SET last_raw = ?, last_real = ? WHERE id = ?",
+                           (raw, prompt, session.session_id))
+            db.execute("UPDATE sessions SET calls_since_summary = calls_since_summary + 1 "
+                       "WHERE id = ?", (session.session_id,))
             event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="answered",
                   usage=usage, charge=charge, collected=collected,
                   released=reservation - collected)
             if held(db, run_id, worker):
                 self._apply(db, run_id, worker, session, call_id, body, at)
         return None
+
+    def usage_figures(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+        """(prompt, completion, cached) to charge for a reported usage (BIL-04): a seam for
+        the mutant catalogue (reference/mutants/edges.py)."""
+        return billing.usage_figures(usage)
+
+    def trusted_prompt(self, usage: dict[str, Any]) -> int | None:
+        """The reported prompt_tokens if it is a count (CTX-08: only a trusted one is a
+        calibration sample); a seam for the mutant catalogue."""
+        return billing.count(usage.get("prompt_tokens"))
 
     def _apply(
         self, db: Any, run_id: str, worker: str, session: SessionRow, call_id: str,

@@ -24,6 +24,7 @@ from arck.simulator.provider.script import (
     ToolCall,
     UsageDrift,
     UsageMissing,
+    UsageReported,
     script_tag,
 )
 from arck.simulator.provider.server import listen, serve, server
@@ -51,6 +52,7 @@ __all__ = [
     "ToolCall",
     "UsageDrift",
     "UsageMissing",
+    "UsageReported",
     "listen",
     "script_tag",
     "serve",

@@ -31,11 +31,12 @@ from arck.simulator.provider.script import (
     Step,
     UsageDrift,
     UsageMissing,
+    UsageReported,
     make_script,
     script_name,
 )
 from arck.simulator.provider.transport import SyncProviderTransport
-from arck.simulator.provider.usage import drifted, usage
+from arck.simulator.provider.usage import drifted, reported_as, usage
 
 __all__ = ["SimulatedProvider"]
 
@@ -209,6 +210,9 @@ class SimulatedProvider:
         drift = faults.get("usage_drift")
         if isinstance(drift, UsageDrift):
             reported = drifted(true, drift)
+        told = faults.get("usage_reported")
+        if isinstance(told, UsageReported):
+            reported = reported_as(true, told)
         if isinstance(faults.get("usage_missing"), UsageMissing):
             reported = None
         completion: dict[str, Any] = {
@@ -222,7 +226,7 @@ class SimulatedProvider:
         if reported is not None:
             completion["usage"] = reported
         body = wire.dumps(completion)
-        for kind in ("usage_drift", "usage_missing"):
+        for kind in ("usage_drift", "usage_reported", "usage_missing"):
             if kind in faults:
                 self._fire(request_id, kind)
         self._ledger.update(request_id, response=body, usage=reported, true_usage=true, billed=True)

@@ -34,6 +34,7 @@ __all__ = [
     "ToolCall",
     "UsageDrift",
     "UsageMissing",
+    "UsageReported",
     "make_script",
     "script_name",
     "script_tag",
@@ -88,6 +89,24 @@ class UsageDrift(_Data):
     offset: int = 0
 
 
+class UsageReported(_Data):
+    """The named figures reported as given, whatever they are (a negative count, a float, a
+    string, a number past any window, null): what a buggy or hostile provider may send. A
+    figure left out keeps the true count; `total_tokens` is their sum when both are integers."""
+
+    kind: Literal["usage_reported"] = "usage_reported"
+    prompt_tokens: Any = None
+    completion_tokens: Any = None
+    cached_tokens: Any = None
+
+    @model_validator(mode="after")
+    def _names_one(self) -> UsageReported:
+        if not self.model_fields_set & {"prompt_tokens", "completion_tokens", "cached_tokens"}:
+            raise ValueError("name at least one of prompt_tokens, completion_tokens, "
+                             "cached_tokens")
+        return self
+
+
 class UsageMissing(_Data):
     """The answer carries no `usage` member."""
 
@@ -101,6 +120,7 @@ Fault = Annotated[
     | RateLimited
     | ContextLengthExceeded
     | UsageDrift
+    | UsageReported
     | UsageMissing,
     Field(discriminator="kind"),
 ]
@@ -111,6 +131,7 @@ FAULT_KINDS = (
     "rate_limit",
     "context_length",
     "usage_drift",
+    "usage_reported",
     "usage_missing",
     "side_effect",
 )
