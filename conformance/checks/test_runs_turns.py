@@ -141,6 +141,41 @@ def test_appended_input_and_tool_plans(ctx: CheckContext) -> None:
                "result and the input", lambda: f"run {snapshot}; new messages "
                f"{canonical(last[len(sent[0]):])[:400]}")
     _input_during_the_call(ctx, w, append)
+    if ctx.profile == "reference":
+        for answer in ("text", "request_input"):
+            _input_during_another_answer(w, append, answer)
+
+
+def _input_during_another_answer(
+    w: RunWorld, append: Callable[..., Exchange], answer: str
+) -> None:
+    """Profile (docs/runs.md, Appended input): input appended while the call in flight
+    answers with text, or with a request for input, keeps the run going: text is applied and
+    the input follows it; a request for input is answered by the input (its `tool`
+    message). Request 2 = request 1 + the answer + the input, in either case."""
+    first = Step(text="Here it is.", faults=[SlowAnswer(seconds=IN_FLIGHT_S)]) \
+        if answer == "text" else \
+        Step(request_input="Which order?", faults=[SlowAnswer(seconds=IN_FLIGHT_S)])
+    agent = w.agent([first, Step(text="Done, with your input.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = w.start(session, f"Look it up ({answer})")["run_id"]
+    _in_flight(w, agent, run_id, 1)
+    early = f"arck input during a {answer} answer: order 7"
+    exchange = append(run_id, early)
+    expect(200 <= exchange.status < 300, "RUN-06",
+           f"input appended while a call answering {answer} is in flight", exchange.describe)
+    snapshot, _ = w.settle(run_id)
+    sent = [messages(r) for r in w.requests(agent)]
+    new = sent[1][len(sent[0]):] if len(sent) == 2 else []
+    roles = [m.get("role") for m in new if isinstance(m, dict)]
+    carried = any(isinstance(m, dict) and early in str(m.get("content")) for m in new)
+    role = "user" if answer == "text" else "tool"
+    expect(snapshot.get("end_reason") == "completed" and roles == ["assistant", role]
+           and carried, "RUN-06",
+           f"profile: the run went on after its {answer} answer, request 2 = request 1 + the "
+           f"answer + the input (as a {role} message), then completed",
+           lambda: f"{len(sent)} request(s); new messages "
+           f"{canonical(new)[:400]}; run {snapshot}")
 
 
 def _input_during_the_call(ctx: CheckContext, w: RunWorld, append: Callable[..., Exchange]) -> None:

@@ -1119,6 +1119,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("CTX-08",),
         "edges:untrusted_samples",
     ),
+    (
+        "request-ends-despite-input",
+        "a request for input ends the run even when input arrived while the call was in "
+        "flight: the input stays pending, never sent",
+        ("RUN-06",),
+        "edges:request_ends_despite_input",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -16,10 +16,10 @@ from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAn
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
 from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.reconcile import Reconciler
-from arck.reference.runtime.runstore import event
+from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import Channel
-from arck.reference.runtime.worker import Workers
+from arck.reference.runtime.worker import _RESERVED, Workers
 
 
 class EagerBatchRuntime(Runtime):
@@ -160,3 +160,31 @@ def negative_usage_credits() -> FastAPI:
 
 def untrusted_samples() -> FastAPI:
     return serve(workers_class=UntrustedSamplesWorkers)
+
+
+class RequestEndsDespiteInputWorkers(Workers):
+    """A request for input or approval ends the run even when input arrived while the call
+    was in flight: the input stays pending, never sent, the run `input_required`."""
+
+    def _apply(self, db: Any, run_id: str, worker: str, session: SessionRow, call_id: str,
+               body: dict[str, Any], at: float) -> None:
+        message = ((body.get("choices") or [{}])[0].get("message")) or {}
+        calls = message.get("tool_calls") or []
+        reserved = [c for c in calls if c.get("function", {}).get("name") in _RESERVED]
+        if not reserved:
+            super()._apply(db, run_id, worker, session, call_id, body, at)
+            return
+        content = message.get("content")
+        append(db, session.session_id, "execution",
+               {"role": "assistant", "content": content, "tool_calls": calls})
+        name = reserved[0]["function"]["name"]
+        append(db, session.session_id, "formal", {
+            "type": name.removeprefix("arck_"),
+            "arguments": reserved[0]["function"].get("arguments", "")})
+        db.execute("UPDATE sessions SET pending_reserved = ? WHERE id = ?",
+                   (reserved[0]["id"], session.session_id))
+        RunStore.end(db, run_id, _RESERVED[name], at, worker=worker)
+
+
+def request_ends_despite_input() -> FastAPI:
+    return serve(workers_class=RequestEndsDespiteInputWorkers)
