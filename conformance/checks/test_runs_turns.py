@@ -10,7 +10,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from arck.conformance.checking import check, expect
+from hypothesis import strategies as st
+
+from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
 from arck.conformance.runworld import (
@@ -348,3 +350,58 @@ def test_chat_history_tool_returns_visible_text_only(ctx: CheckContext) -> None:
                          {"role": "assistant", "text": texts[1]},
                          {"role": "user", "text": texts[2]}]}
     expect(parsed == want, "RUN-10", f"profile: exactly {canonical(want)}", answer[:400])
+
+
+BAD_HISTORY_ARGUMENTS: tuple[Any, ...] = (
+    {"limit": 0}, {"limit": 101}, {"limit": -1}, {"limit": "5"}, {"limit": 1.5},
+    {"limit": True}, {"limit": None}, {"limit": 5, "arck_extra": "arck-extra-mark"},
+    {"arck_extra": "arck-extra-mark"}, "not json arck-extra-mark", "[1]",
+)
+GOOD_HISTORY_ARGUMENTS: tuple[Any, ...] = ({}, "", {"limit": 1}, {"limit": 100})
+
+
+@property_check("RUN-10", cases=st.sampled_from(BAD_HISTORY_ARGUMENTS + GOOD_HISTORY_ARGUMENTS),
+                examples=BAD_HISTORY_ARGUMENTS + GOOD_HISTORY_ARGUMENTS, cap=1)
+def test_chat_history_tool_arguments(ctx: CheckContext, case: Any) -> None:
+    """Profile (docs/runs.md, The chat-history tool): arguments other than `{"limit"?:
+    1..100}` are answered `{"error": "invalid_arguments", "message"}`, echoing nothing of
+    what was sent, and the run goes on; the bounds themselves, and empty arguments (`""`, as
+    some providers send for a call without parameters), are answered with messages. A
+    turn of engine-answered calls only is no batch to wait for: the next model call starts at
+    the moment the first one finished, not a lease later."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the protocol names no chat-history tool; the reference profile's "
+                            f"is {CHAT_HISTORY!r} (docs/runs.md)")
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=CHAT_HISTORY, arguments=case,
+                                               id="arck-history-args")]),
+                     Step(text="Recalled, or not.")])
+    run_id = w.start(w.session(agent, w.wallet(FUNDS)), "arck user: what did we say?")["run_id"]
+    snapshot, _ = w.settle(run_id)
+    sent = [messages(r) for r in w.requests(agent)]
+    answers = [m.get("content") for m in (sent[-1] if len(sent) == 2 else [])
+               if isinstance(m, dict) and m.get("tool_call_id") == "arck-history-args"]
+    expect(snapshot.get("end_reason") == "completed" and len(answers) == 1, "RUN-10",
+           f"the run going on after a chat-history call with arguments {canonical(case)}: "
+           "its answer in the next request, then completed",
+           lambda: f"{len(sent)} request(s); answers {answers!r}; run {snapshot}")
+    parsed: Any = None
+    with contextlib.suppress(ValueError, TypeError):
+        parsed = json.loads(str(answers[0]))
+    if canonical(case) in {canonical(bad) for bad in BAD_HISTORY_ARGUMENTS}:  # True != 1
+        expect(isinstance(parsed, dict) and parsed.get("error") == "invalid_arguments"
+               and isinstance(parsed.get("message"), str) and set(parsed) == {"error", "message"}
+               and "arck-extra-mark" not in str(answers[0]), "RUN-10",
+               f"profile: {canonical(case)} answered {{\"error\": \"invalid_arguments\", "
+               "\"message\"}, echoing none of it", str(answers[0])[:400])
+    else:
+        expect(isinstance(parsed, dict) and isinstance(parsed.get("messages"), list), "RUN-10",
+               f"profile: {canonical(case)} answered with the messages",
+               str(answers[0])[:400])
+    events = w.events(run_id)
+    finished = [e.get("at") for e in events if e.get("type") == "model_call.finished"]
+    started = [e.get("at") for e in events if e.get("type") == "model_call.started"]
+    expect(len(started) == 2 and len(finished) >= 1 and started[1] == finished[0], "RUN-10",
+           "profile: the next model call started the moment the first finished (a turn of "
+           "engine-answered calls only is no batch to wait for)",
+           f"model_call.started at {started}, model_call.finished at {finished}")

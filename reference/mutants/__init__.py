@@ -1126,6 +1126,19 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-06",),
         "edges:request_ends_despite_input",
     ),
+    (
+        "history-arguments-trusted",
+        "the chat-history tool takes its arguments on trust: limit 0, -1 or 1.5 used as sent, "
+        "a string or non-JSON arguments crash the turn",
+        ("RUN-10",),
+        "edges:history_arguments_trusted",
+    ),
+    (
+        "history-error-echoes",
+        "the chat-history tool refuses bad arguments but repeats them in its answer",
+        ("RUN-10",),
+        "edges:history_error_echoes",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

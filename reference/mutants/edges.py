@@ -4,6 +4,7 @@ every ordinary run right and gets one boundary wrong, as the sampled runtime mut
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from typing import Any
 
@@ -11,6 +12,7 @@ from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
+from arck.reference.runtime import chathistory
 from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
@@ -188,3 +190,35 @@ class RequestEndsDespiteInputWorkers(Workers):
 
 def request_ends_despite_input() -> FastAPI:
     return serve(workers_class=RequestEndsDespiteInputWorkers)
+
+
+def _history_trusting(db: sqlite3.Connection, session_id: str, arguments: str) -> dict[str, Any]:
+    """The chat-history tool taking its arguments on trust: `limit` used as sent."""
+    found: Any = json.loads(arguments) if arguments.strip() else {}
+    limit = found.get("limit", chathistory.DEFAULT_LIMIT)
+    answer = chathistory.answer(db, session_id, "{}")
+    return {"messages": answer["messages"][-limit:]}
+
+
+def _history_echoing(db: sqlite3.Connection, session_id: str, arguments: str) -> dict[str, Any]:
+    """Refuses bad arguments as the profile says, but repeats them in its message."""
+    answer = chathistory.answer(db, session_id, arguments)
+    if "error" in answer:
+        answer["message"] = f"{answer['message']}; you sent {arguments}"
+    return answer
+
+
+class HistoryTrustingWorkers(Workers):
+    chat_history = staticmethod(_history_trusting)
+
+
+class HistoryEchoingWorkers(Workers):
+    chat_history = staticmethod(_history_echoing)
+
+
+def history_arguments_trusted() -> FastAPI:
+    return serve(workers_class=HistoryTrustingWorkers)
+
+
+def history_error_echoes() -> FastAPI:
+    return serve(workers_class=HistoryEchoingWorkers)
