@@ -1139,6 +1139,43 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-10",),
         "edges:history_error_echoes",
     ),
+    # request bounds and reads
+    (
+        "price-bound-unchecked",
+        "a channel price above 10^12 (up to 10^15) accepted, stored clamped to 10^12",
+        ("PRO-02", "BIL-05"),
+        "bounds:price_bound_unchecked",
+    ),
+    (
+        "subject-bound-unchecked",
+        "a session subject over 200 characters accepted, cut to its first 200",
+        ("PRO-02",),
+        "bounds:subject_bound_unchecked",
+    ),
+    (
+        "null-receipt-members-500",
+        "a null error (failed) or sequence (progress) in a receipt taken as given: a 500",
+        ("PRO-02",),
+        "bounds:null_receipt_members_500",
+    ),
+    (
+        "session-read-500",
+        "GET /v1/sessions/{id} reads a column that does not exist: a 500",
+        ("PRO-03",),
+        "bounds:session_read_500",
+    ),
+    (
+        "channelless-session-500",
+        "a session on a version without channel_id reads its channel first: a 500, not a 422",
+        ("RUN-01", "PRO-02"),
+        "bounds:channelless_session_500",
+    ),
+    (
+        "detached-call-read-500",
+        "the executor's GET of a call reads its claim's lease: a 500 once the claim is detached",
+        ("EXE-17",),
+        "bounds:detached_call_read_500",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -51,7 +51,10 @@ def members(receipt: Receipt) -> None:
             raise ValidationFailed(f"/{name}: not a member of a {receipt.kind} receipt",
                                    f"/{name}")
     for name in _NEEDS.get(receipt.kind, ()):
-        if name not in receipt.model_fields_set:
+        # `result` may be any JSON value, null too; a null error or sequence is none at all
+        # (it reached the history and the progress order as one: a 500).
+        if name not in receipt.model_fields_set or (
+                name in ("error", "sequence") and getattr(receipt, name) is None):
             raise ValidationFailed(f"/{name}: required in a {receipt.kind} receipt", f"/{name}")
 
 
