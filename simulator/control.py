@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from arck.simulator.asgi import SyncASGITransport
 from arck.simulator.clock import RealClock, VirtualClock, until_idle
 from arck.simulator.provider import SimulatedProvider, listen, server
+from arck.simulator.target import WAITING
 
 __all__ = ["Control", "InProcessControl", "ProviderServer", "ServedControl", "serve_provider"]
 
@@ -65,7 +66,10 @@ class InProcessControl:
         return self.clock.next_deadline()
 
     def advance(self, seconds: float) -> None:
-        self.transport.call(self.clock.advance, seconds)
+        # The engine's timers run inside this move: while it lasts the harness waits on the
+        # target (a busy engine here is the target's hang, not the check's own time).
+        with WAITING(f"the in-process target's timers over {seconds:g} s of virtual time"):
+            self.transport.call(self.clock.advance, seconds)
 
     def advance_idle(self, seconds: float) -> None:
         """One clock for both sides: every timer due runs in order in one move anyway."""

@@ -24,7 +24,7 @@ from arck.conformance.runworld import (
     world,
 )
 from arck.simulator.errors import StepUnavailable
-from arck.simulator.provider import SlowAnswer, Step, ToolCall
+from arck.simulator.provider import LostResponse, SlowAnswer, Step, ToolCall
 
 FUNDS = 10**12
 IN_FLIGHT_S = 10.0  # each answer takes this long: well inside the channel's 30 s timeout
@@ -236,3 +236,45 @@ def test_a_takeover_of_a_summary_call(ctx: CheckContext) -> None:
     if ctx.profile == "reference":
         expect(state.get("reserved") == 0, "BIL-03", "profile: nothing held an hour after "
                "the run ended (the summary call reconciled and settled)", str(state))
+
+
+@check("RUN-02", "BIL-03")
+def test_a_cost_pending_call_survives_a_restart(ctx: CheckContext) -> None:
+    """A call whose answer was lost after the provider billed it leaves its reservation held
+    (core: until reconciled, never charged twice); the service is killed and started again
+    before the call is reconciled; an idle hour later the call was looked up and settled
+    once, from the store, not from memory. Profile: nothing held, and charged = what the
+    provider billed for it (docs/runs.md, Cost-pending calls: looked up 60 s on, then 120 s,
+    ... at most an hour)."""
+    w = world(ctx)
+    needs_virtual_time(w, "waiting an hour for a cost-pending call's lookups")
+    spec = ChannelSpec()
+    agent = w.agent([Step(text="an answer lost on its way", faults=[LostResponse()])],
+                    channel=w.channel(spec))
+    wallet = w.wallet(FUNDS)
+    with w.faults("lost_response"):
+        run_id = str(w.start(w.session(agent, wallet), "Answer, then lose it")["run_id"])
+        snapshot, _ = w.settle(run_id)
+    held = w.wallet_state(wallet)
+    expect(snapshot.get("state") == "ended" and held.get("reserved", 0) > 0, "BIL-03",
+           "the run ended with the lost call's reservation held (cost unknown)",
+           f"run {snapshot}; wallet {held}")
+    _restart(w)
+    after = w.snapshot(run_id)  # read as a client would after the restart: still ended
+    expect(after.get("state") == "ended", "RUN-02", "the ended run still ended after the "
+           "restart (a late result never revives it)", str(after))
+    w.idle(IDLE_S)
+    state = w.wallet_state(wallet)
+    billed = [r for r in w.provider.records() if r.conversation == agent.script and r.billed]
+    cost = sum(runoracle.profile_charge(r.usage or r.true_usage, spec.input_price,
+                                        spec.cached_price, spec.output_price) for r in billed)
+    charged = state.get("charged")
+    expect(isinstance(charged, int) and charged <= cost, "BIL-03",
+           f"at most the lost call's billed cost charged ({cost} micro-units), once",
+           str(state))
+    if ctx.profile == "reference":
+        expect(state.get("reserved") == 0 and charged == cost, "BIL-03",
+               f"profile: an hour after a restart the call was reconciled from the store: "
+               f"nothing held, {cost} charged", str(state),
+               f"Reproduce: a lost answer, a restart, then an idle hour; GET "
+               f"/v1/wallets/{wallet} and GET /v1/runs/{run_id}/events (model_call.reconciled).")

@@ -13,8 +13,8 @@ from typing import Any
 from arck.conformance import runoracle
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import TOOL, ChannelSpec, messages, world
+from arck.conformance.errors import NotApplicable, NotTestable
+from arck.conformance.runworld import TOOL, ChannelSpec, messages, needs_virtual_time, world
 from arck.simulator.provider import (
     LostResponse,
     ServerError,
@@ -178,3 +178,32 @@ def _admission_replay(funds: int) -> str:
     return (f"Reproduce: a channel {ODD.body('c')}, a wallet with a deposit of {funds}, a "
             "session and one run (docs/runs.md, Admission and Billing).")
 
+
+
+@check("RUN-11", "RUN-16")
+def test_the_model_timeout_fires_on_time(ctx: CheckContext) -> None:
+    """Profile: a channel's `timeout_ms` (30 s) bounds the wait on the injected clock: an
+    answer 29.5 s late is used, one 30.5 s late is abandoned, and the run ends
+    `model_timeout` exactly 30 s after its call started (not at some later tick)."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the channel's timeout_ms is the reference profile's wire")
+    w = world(ctx)
+    needs_virtual_time(w, "timing a model timeout to the second")
+    for late, reason in ((29.5, "completed"), (30.5, "model_timeout")):
+        agent = w.agent([Step(text=TEXT, faults=[SlowAnswer(seconds=late)])])
+        run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), f"{late} s")["run_id"])
+        snapshot, _ = w.settle(run_id)
+        expect(snapshot.get("end_reason") == reason, ("RUN-11", "RUN-16"),
+               f"profile: an answer {late} s late on a 30 s channel ends the run {reason!r}",
+               str(snapshot))
+        if reason != "model_timeout":
+            continue
+        events = w.events(run_id)
+        started = [e["at"] for e in events if e.get("type") == "model_call.started"
+                   and isinstance(e.get("at"), int | float)]
+        ended = [e["at"] for e in events if e.get("type") == "run.ended"
+                 and isinstance(e.get("at"), int | float)]
+        gap = float(ended[0]) - float(started[0]) if started and ended else None
+        expect(gap is not None and abs(gap - 30.0) < 1e-6, ("RUN-11", "RUN-16"),
+               "profile: the run ended model_timeout 30 s after its call started",
+               f"model_call.started at {started}, run.ended at {ended}")

@@ -1139,6 +1139,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-10",),
         "edges:history_error_echoes",
     ),
+    (
+        "model-timeout-late",
+        "the model timeout fires 10 s after the channel's timeout_ms: an answer 30.5 s late "
+        "on a 30 s channel is used",
+        ("RUN-16",),
+        "edges:model_timeout_late",
+    ),
+    (
+        "cost-pending-never-settled",
+        "a cost-pending call is looked up but never settled: its reservation stays held for "
+        "good",
+        ("BIL-03",),
+        "edges:cost_pending_never_settled",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

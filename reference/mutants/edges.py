@@ -222,3 +222,44 @@ def history_arguments_trusted() -> FastAPI:
 
 def history_error_echoes() -> FastAPI:
     return serve(workers_class=HistoryEchoingWorkers)
+
+
+class _LateTimeout:
+    """Waits 10 s past the channel's timeout before it gives a call up."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def complete(self, body: bytes, idempotency_key: str, timeout_ms: int) -> Outcome:
+        return await self.inner.complete(body, idempotency_key, timeout_ms + 10_000)
+
+
+class LateTimeoutWorkers(Workers):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = _LateTimeout(self.model)  # type: ignore[assignment]
+
+
+def model_timeout_late() -> FastAPI:
+    return serve(workers_class=LateTimeoutWorkers)
+
+
+class _NeverReconciles(Reconciler):
+    """Looks a cost-pending call up but never settles it: its reservation is held for good."""
+
+    def _settle(self, call_id: str, verdict: Any) -> None:
+        return None
+
+
+class NeverReconcilesWorkers(Workers):
+    def start(self) -> None:
+        if self.reconciler is None:
+            self.reconciler = _NeverReconciles(self)
+        super().start()
+
+
+def cost_pending_never_settled() -> FastAPI:
+    return serve(workers_class=NeverReconcilesWorkers)
