@@ -86,6 +86,24 @@ def first_event_read(headers: list[tuple[bytes, bytes]], seen: bytes) -> bool:
                for block in blocks for line in block.split(b"\n"))
 
 
+def read_through(until_id: int | None) -> Callable[[list[tuple[bytes, bytes]], bytes], bool]:
+    """`enough` for a client reading an event stream until an event whose `id` is `until_id`
+    or above has come whole (never, with None: it reads until the stream ends)."""
+
+    def enough(headers: list[tuple[bytes, bytes]], seen: bytes) -> bool:
+        if until_id is None:
+            return False
+        text = seen.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        for block in text.split(b"\n\n")[:-1]:
+            for line in block.split(b"\n"):
+                name, _, value = line.partition(b":")
+                if name == b"id" and value.strip().isdigit() and int(value.strip()) >= until_id:
+                    return True
+        return False
+
+    return enough
+
+
 @dataclass(frozen=True)
 class TargetInfo:
     """What a target declares about itself; goes into the report (never credentials)."""
@@ -470,7 +488,45 @@ class HttpTarget:
         self.recent.append(exchange)
         return exchange
 
-    def _read_and_drop(self, request: httpx.Request) -> tuple[int, dict[str, str], bytes]:
+    def read_event_stream(
+        self, run_id: str, last_event_id: str | None = None, *, until_id: int | None = None,
+        role: str = "full",
+    ) -> Exchange:
+        """Read the run's event stream (RUN-16); optional. `Accept: text/event-stream`, and
+        `Last-Event-ID: <last_event_id>` when given (sent as is, however malformed).
+
+        Reads until the stream ends (a run that has ended), or once an event whose `id` is
+        `until_id` or above was read, then hangs up; a stream that says no more ends at the
+        client's read timeout (in-process: once the app is idle, time standing still), with
+        what it sent. The exchange holds the status, the headers and the bytes read.
+        """
+        path = f"/v1/runs/{run_id}/events"
+        headers = self._headers(role, STREAM_MEDIA_TYPE)
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        enough = read_through(until_id)
+        self.limiter.wait()
+        request = self.client.build_request("GET", path, headers=headers)
+        transport = getattr(self.client, "_transport", None)
+        try:
+            if isinstance(transport, SyncASGITransport):
+                response = transport.hang_up(request, enough)
+                status, answer_headers, seen = (response.status_code, dict(response.headers),
+                                                response.content)
+            else:
+                status, answer_headers, seen = self._read_and_drop(request, enough)
+        except httpx.TransportError as exc:
+            raise TargetUnreachable(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        self.exchanges += 1
+        exchange = Exchange(method="GET", url=str(request.url), request_body=None,
+                            status=status, body=seen, headers=answer_headers, role=role)
+        self.recent.append(exchange)
+        return exchange
+
+    def _read_and_drop(
+        self, request: httpx.Request,
+        enough: Callable[[list[tuple[bytes, bytes]], bytes], bool] = first_event_read,
+    ) -> tuple[int, dict[str, str], bytes]:
         seen = bytearray()
         with WAITING(f"GET {request.url.path} (an event stream)"):
             response = self.client.send(request, stream=True)
@@ -478,7 +534,7 @@ class HttpTarget:
                 raw = response.headers.raw
                 for chunk in response.iter_raw():
                     seen.extend(chunk)
-                    if first_event_read(raw, bytes(seen)):
+                    if enough(raw, bytes(seen)):
                         break
             except httpx.ReadTimeout:
                 pass  # the stream said nothing more in time: what it said is the answer

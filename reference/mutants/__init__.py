@@ -1190,6 +1190,61 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("EXE-17",),
         "bounds:detached_call_read_500",
     ),
+    # run events
+    (
+        "run-ended-not-recorded",
+        "a run ends without its run.ended event",
+        ("RUN-16",),
+        "events:run_ended_not_recorded",
+    ),
+    (
+        "run-queued-not-recorded",
+        "queueing a run records no run.queued event",
+        ("RUN-16",),
+        "events:run_queued_not_recorded",
+    ),
+    (
+        "receipt-stored-unprotected",
+        "receipt.stored of a submission or unknown outcome without protected: true",
+        ("RUN-16",),
+        "events:receipt_stored_unprotected",
+    ),
+    (
+        "recovered-without-previous-worker",
+        "run.recovered names the new worker only, not the one whose lease lapsed",
+        ("RUN-16",),
+        "events:recovered_without_previous_worker",
+    ),
+    (
+        "reconciled-not-recorded",
+        "the provider lookup's verdict is acted on but no model_call.reconciled is recorded",
+        ("RUN-16",),
+        "events:reconciled_not_recorded",
+    ),
+    (
+        "given-up-miscounted",
+        "model_call.given_up counts the retries (3), not the calls (4)",
+        ("RUN-16",),
+        "events:given_up_miscounted",
+    ),
+    (
+        "stream-skips-after-resume",
+        "the event stream resumes one late: the event right after Last-Event-ID is never sent",
+        ("RUN-16",),
+        "events:stream_skips_after_resume",
+    ),
+    (
+        "stream-waits-for-end",
+        "the event stream sends nothing until the run has ended, then everything at once",
+        ("RUN-16",),
+        "events:stream_waits_for_end",
+    ),
+    (
+        "last-event-id-500",
+        "Last-Event-ID read with int(): 'abc', '1.5', '' or 19 digits answer 500, '-1' is taken",
+        ("PRO-02",),
+        "events:last_event_id_500",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -187,8 +187,10 @@ class Reconciler:
             )
             if done.rowcount != 1:
                 return
+            held_back = db.execute("SELECT reservation FROM model_calls WHERE id = ?",
+                                   (call_id,)).fetchone()[0]
             event(db, run_id, "model_call.finished", at, call_id=call_id, outcome="unknown",
-                  detail=detail, usage=None, cost_pending=True)
+                  detail=detail, usage=None, cost_pending=held_back)
             RunStore.end(db, run_id, "cost_pending_reconciliation", at, worker=worker)
 
     # -- cost-pending calls (BIL-03) -------------------------------------------------------

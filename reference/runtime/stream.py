@@ -47,13 +47,15 @@ def wants_stream(accept: str | None) -> bool:
 
 
 def last_event_id(header: str | None) -> int:
-    """The id to resume after: 0 without the header; 422 unless it is a decimal integer."""
-    if header is None or header.strip() == "":
+    """The id to resume after: 0 without the header; 422 unless it is a decimal integer of
+    at most 18 digits (an empty header is not one: docs/runs.md, Event stream)."""
+    if header is None:
         return 0
     text = header.strip()
     if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise ValidationFailed(
-            "Last-Event-ID: an event id of this run (a decimal integer) is expected",
+            "Last-Event-ID: an event id of this run (a decimal integer of at most 18 digits) "
+            "is expected",
             "Last-Event-ID",
         )
     return int(text)

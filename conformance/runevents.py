@@ -1,0 +1,374 @@
+"""The reference profile's run events as data, and the judgement of one run's events.
+
+`conformance/data/run_events.json` lists every event type docs/runs.md and docs/executors.md
+name, with the members the docs write next to it (tests/conformance/test_event_catalogue.py
+keeps the two equal). `judge` reads a run's event list against it and against the order the
+docs state; it returns findings instead of raising, so a check can say which run, which event
+and how to replay. Nothing here knows an engine: only the docs' facts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["Catalogue", "EventSpec", "Finding", "conforms", "judge", "load", "parse_sse",
+           "schema_problems"]
+
+ENDED = "run.ended"
+# After `run.ended` only the settlement of a model call started before it may come: its
+# answer (a cancelled run still settles its call) or a cost-pending reconciliation
+# (docs/runs.md, Decisions "Run events"; Leases and recovery).
+AFTER_END = frozenset({"model_call.finished", "model_call.reconciled"})
+CALL_EVENTS = ("model_call.finished", "model_call.retry_scheduled", "model_call.given_up",
+               "model_call.reconciled")
+DECISION_EVENTS = (("local", "compaction.applied", "local"),
+                   ("summary", "compaction.applied", "summary"),
+                   ("summary_refused", "compaction.refused", None))
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """One documented event type: its members as data (see the catalogue's `about`)."""
+
+    name: str
+    doc: str
+    requirements: tuple[str, ...]
+    members: Mapping[str, Any]
+    optional: Mapping[str, Any] = field(default_factory=dict)
+    cases: tuple[Mapping[str, Any], ...] = ()
+    any_of: tuple[tuple[str, ...], ...] = ()
+    produced_elsewhere: str | None = None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    sources: tuple[str, ...]
+    envelope: Mapping[str, Any]
+    events: Mapping[str, EventSpec]
+    not_events: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a run's events got wrong: the IDs it names, what the docs say, what was
+    seen."""
+
+    requirements: tuple[str, ...]
+    expected: str
+    seen: str
+
+
+@cache
+def load() -> Catalogue:
+    text = resources.files("arck.conformance").joinpath("data/run_events.json").read_text(
+        "utf-8")
+    raw = json.loads(text)
+    events = {
+        name: EventSpec(
+            name=name, doc=spec["doc"], requirements=tuple(spec["requirements"]),
+            members=spec["members"], optional=spec.get("optional", {}),
+            cases=tuple(spec.get("cases", ())),
+            any_of=tuple(tuple(group) for group in spec.get("any_of", ())),
+            produced_elsewhere=spec.get("produced_elsewhere"),
+        )
+        for name, spec in raw["events"].items()
+    }
+    return Catalogue(tuple(raw["sources"]), raw["envelope"], events, raw["not_events"])
+
+
+# -- members -------------------------------------------------------------------------------
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+    "any": lambda v: True,
+}
+
+
+def conforms(value: Any, spec: Any) -> bool:
+    """Whether `value` is what a member spec of the catalogue asks."""
+    if isinstance(spec, str):
+        return _TYPES[spec](value)
+    if isinstance(spec, list):
+        return any(conforms(value, one) for one in spec)
+    if "const" in spec:
+        return _same(value, spec["const"])
+    if "enum" in spec:
+        return any(_same(value, v) for v in spec["enum"])
+    if "object" in spec:
+        return isinstance(value, dict) and not _missing(value, spec["object"])
+    if "array" in spec:
+        return isinstance(value, list) and all(conforms(v, spec["array"]) for v in value)
+    raise ValueError(f"unknown member spec {spec!r} in the run events catalogue")
+
+
+def _same(value: Any, want: Any) -> bool:
+    """Equal and of the same JSON kind (true is not 1)."""
+    return type(value) is type(want) and value == want
+
+
+def _missing(data: Mapping[str, Any], members: Mapping[str, Any]) -> list[str]:
+    """The members absent from `data` or not as their spec says, each named with why."""
+    wrong = []
+    for name, spec in members.items():
+        if name not in data:
+            wrong.append(f"`{name}` missing")
+        elif not conforms(data[name], spec):
+            wrong.append(f"`{name}` = {_short(data[name])}, not {_describe(spec)}")
+    return wrong
+
+
+def _describe(spec: Any) -> str:
+    if isinstance(spec, str):
+        return f"a JSON {spec}" if spec != "any" else "anything"
+    if isinstance(spec, list):
+        return " or ".join(_describe(s) for s in spec)
+    if "const" in spec:
+        return json.dumps(spec["const"])
+    if "enum" in spec:
+        return "one of " + ", ".join(json.dumps(v) for v in spec["enum"])
+    if "object" in spec:
+        return "an object with " + ", ".join(f"`{m}`" for m in spec["object"])
+    return f"an array of {_describe(spec['array'])}"
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _matches(data: Mapping[str, Any], case: Mapping[str, Any], after_end: bool) -> bool:
+    where = case.get("where")
+    if where is not None and (where == "after run.ended") != after_end:
+        return False
+    return all(name in data and conforms(data[name], want if isinstance(want, dict) else
+                                         {"const": want})
+               for name, want in case.get("when", {}).items())
+
+
+def schema_problems(event: Mapping[str, Any], spec: EventSpec, *, after_end: bool) -> list[str]:
+    """What in `event` (one item of the JSON list) the catalogue's entry does not allow."""
+    data = event.get("data")
+    if not isinstance(data, dict):
+        return [f"`data` = {_short(data)}, not an object"]
+    wrong = _missing(data, spec.members)
+    wrong += [w for name, s in spec.optional.items() if name in data
+              for w in _missing(data, {name: s})]
+    if spec.any_of and not any(all(m in data for m in group) for group in spec.any_of):
+        wrong.append("none of " + " / ".join("+".join(f"`{m}`" for m in g) for g in spec.any_of))
+    for case in spec.cases:
+        if not _matches(data, case, after_end):
+            continue
+        label = _case_label(case)
+        wrong += [f"{w} ({label})" for w in _missing(data, case.get("members", {}))]
+        wrong += [f"{w} ({label})" for name, s in case.get("optional", {}).items()
+                  if name in data for w in _missing(data, {name: s})]
+        for a, b in case.get("equal", ()):
+            if a in data and b in data and data[a] != data[b]:
+                wrong.append(f"`{a}` {_short(data[a])} ≠ `{b}` {_short(data[b])} ({label})")
+    return wrong
+
+
+def _case_label(case: Mapping[str, Any]) -> str:
+    parts = [f"{k} {_short(v)}" for k, v in case.get("when", {}).items()]
+    if "where" in case:
+        parts.append(str(case["where"]))
+    return "when " + ", ".join(parts)
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = None
+          ) -> list[Finding]:
+    """Everything a run's event list (of an ended run whose snapshot says `end_reason`) gets
+    wrong against the catalogue and the order docs/runs.md states:
+
+    * each item is `{"id", "type", "at", "data"}` and ids count 1, 2, ... (Ids);
+    * each documented type has its members, of their types (the catalogue);
+    * exactly one `run.ended`, its `end_reason` the snapshot's; after it only the settlement
+      of a model call started before it (`model_call.finished`, `model_call.reconciled`);
+    * a run refused at admission (`admission.refused`) is never queued and calls no model;
+      any other run records `run.queued` before its first `model_call.started` (RUN-01);
+    * every model-call event names a call whose `model_call.started` came before it, and a
+      call finishes at most once; a retry's `retry.of` names a call refused before it;
+    * a claim names a call of a tool plan accepted before it (RUN-16: accepted before any
+      dispatch);
+    * a main call whose compaction decision is `local`, `summary`, `local+summary` or
+      `summary_refused` comes after the `compaction.applied` / `compaction.refused` that
+      made it, since the previous main call (Generations, Validation).
+    """
+    catalogue = catalogue or load()
+    found: list[Finding] = []
+    profile = ("RUN-16",)
+
+    def add(requirements: Iterable[str], expected: str, seen: str) -> None:
+        found.append(Finding(tuple(requirements), expected, seen))
+
+    shaped = [e for e in events if isinstance(e, dict)]
+    bad = [i for i, e in enumerate(events)
+           if not isinstance(e, dict) or _missing(e, catalogue.envelope)]
+    if bad:
+        add(profile, 'each event `{"id": integer, "type": string, "at": number, "data": '
+            'object}` (docs/runs.md, Wire)', f"item {bad[0]}: {_short(events[bad[0]], 300)}")
+    ids = [e.get("id") for e in shaped]
+    if ids != list(range(1, len(shaped) + 1)):
+        add(profile, f"event ids 1, 2, ..., {len(shaped)} in order (docs/runs.md: \"Event ids "
+            "count 1, 2, ... per run\")", f"ids {_short(ids, 300)}")
+    kinds = [str(e.get("type")) for e in shaped]
+    ended = [i for i, k in enumerate(kinds) if k == ENDED]
+    if len(ended) != 1:
+        add(profile, "exactly one `run.ended` event for the ended run", f"{len(ended)} in "
+            f"types {_short(kinds, 400)}")
+    end_at = ended[0] if ended else len(shaped)
+    for i, event in enumerate(shaped):
+        spec = catalogue.events.get(kinds[i])
+        if spec is None:
+            continue  # the docs forbid no other type
+        wrong = schema_problems(event, spec, after_end=i > end_at)
+        if wrong:
+            add(spec.requirements, f"`{spec.name}` with the members of {spec.doc}",
+                f"event {event.get('id')}: {'; '.join(wrong)}; data {_short(event.get('data'))}")
+    if ended:
+        data = shaped[end_at].get("data")
+        reason = data.get("end_reason") if isinstance(data, dict) else None
+        if reason != end_reason:
+            add(profile, "`run.ended`'s `end_reason` equal to the snapshot's "
+                f"{_short(end_reason)}", f"event {shaped[end_at].get('id')}: "
+                f"{_short(reason)}")
+        late = [(e.get("id"), kinds[i]) for i, e in enumerate(shaped)
+                if i > end_at and kinds[i] not in AFTER_END]
+        if late:
+            add(profile, "after `run.ended` only `model_call.finished` or "
+                "`model_call.reconciled` of a call started before it", f"{late[:5]}")
+    found += _admission(shaped, kinds)
+    found += _calls(shaped, kinds, end_at)
+    found += _claims(shaped, kinds)
+    found += _compactions(shaped, kinds)
+    return found
+
+
+def _data(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = event.get("data")
+    return data if isinstance(data, dict) else {}
+
+
+def _admission(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    started = kinds.index("model_call.started") if "model_call.started" in kinds else None
+    if "admission.refused" in kinds:
+        if "run.queued" in kinds or started is not None:
+            return [Finding(("RUN-16",), "a run refused at admission never queued and no model "
+                            "call (docs/runs.md, Admission)", f"types {_short(kinds, 400)}")]
+        return []
+    if started is not None and "run.queued" not in kinds[:started]:
+        return [Finding(("RUN-16",), "`run.queued` before the first `model_call.started` "
+                        "(a run is queued before a worker claims it)",
+                        f"types {_short(kinds, 400)}")]
+    return []
+
+
+def _calls(shaped: Sequence[Mapping[str, Any]], kinds: list[str], end_at: int
+           ) -> list[Finding]:
+    found: list[Finding] = []
+    model = ("RUN-16", "RUN-15")
+    started: set[Any] = set()
+    finished: set[Any] = set()
+    refused: set[Any] = set()
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        call = data.get("call_id")
+        if kinds[i] == "model_call.started":
+            if i > end_at:
+                found.append(Finding(model, "no model call started after `run.ended`",
+                                     f"event {event.get('id')}: {_short(data)}"))
+            retry = data.get("retry")
+            if isinstance(retry, dict) and retry.get("of") not in refused:
+                found.append(Finding(model, "a retry's `retry.of` naming a model call refused "
+                                     "before it (docs/runs.md, Refused calls)",
+                                     f"event {event.get('id')}: retry {_short(retry)}; "
+                                     f"refused before: {sorted(map(str, refused))}"))
+            started.add(call)
+        elif kinds[i] in CALL_EVENTS:
+            if call not in started:
+                found.append(Finding(model, f"`{kinds[i]}` naming a model call whose "
+                                     "`model_call.started` came before it",
+                                     f"event {event.get('id')}: call_id {_short(call)}"))
+            if kinds[i] == "model_call.finished":
+                if call in finished:
+                    found.append(Finding(model, "one `model_call.finished` per model call",
+                                         f"event {event.get('id')}: {_short(call)} again"))
+                finished.add(call)
+                if data.get("outcome") == "refused":
+                    refused.add(call)
+    return found
+
+
+def _claims(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    accepted: set[Any] = set()
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        if kinds[i] == "tool_plan.accepted" and isinstance(data.get("call_ids"), list):
+            accepted.update(data["call_ids"])
+        elif kinds[i] == "tool_call.claimed" and data.get("call_id") not in accepted:
+            return [Finding(("RUN-16",), "a tool call claimed only after the `tool_plan.accepted` "
+                            "listing it (RUN-16: formally accepted before any dispatch)",
+                            f"event {event.get('id')}: {_short(data)}; accepted before: "
+                            f"{sorted(map(str, accepted))}")]
+    return []
+
+
+def _compactions(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    found: list[Finding] = []
+    since: list[tuple[str, Any]] = []  # (type, kind) since the previous main call
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        if kinds[i] in ("compaction.applied", "compaction.refused"):
+            since.append((kinds[i], data.get("kind")))
+        if kinds[i] != "model_call.started" or data.get("purpose") != "main":
+            continue
+        compaction = data.get("compaction")
+        decision = compaction.get("decision") if isinstance(compaction, dict) else None
+        parts = str(decision).split("+") if isinstance(decision, str) else []
+        for part, kind, applied in DECISION_EVENTS:
+            if part in parts and (kind, applied) not in since:
+                found.append(Finding(("RUN-16", "RUN-15"), f"a `{kind}`"
+                                     + (f" of kind `{applied}`" if applied else "")
+                                     + f" before the main call whose decision is "
+                                     f"`{decision}` (docs/runs.md, Compaction)",
+                                     f"event {event.get('id')}; since the previous main "
+                                     f"call: {since or 'nothing'}"))
+        since = []
+    return found
+
+
+# -- the event stream ----------------------------------------------------------------------
+
+
+def parse_sse(body: bytes) -> tuple[list[dict[str, str]], str]:
+    """The messages of an SSE body (each its `id`, `event` and `data` fields; comments and
+    an unfinished last block left out), and what was left unparsed (an unfinished block)."""
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    *blocks, rest = text.split("\n\n")
+    messages = []
+    for block in blocks:
+        fields: dict[str, str] = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            fields[name] = fields[name] + "\n" + value if name == "data" and name in fields \
+                else value
+        if fields:
+            messages.append(fields)
+    return messages, rest
