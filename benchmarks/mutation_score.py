@@ -665,6 +665,53 @@ def find_again(points: list[Point], earlier: Path, only_survivors: bool) -> list
     return chosen
 
 
+VERDICTS = ("equivalent", "gap", "detected")
+
+
+def load_verdicts(path: Path) -> dict[str, dict[str, str]]:
+    """Hand verdicts by mutant label (`[[verdict]]` tables: `mutant`, `verdict`, `why`,
+    and for a gap `closed_by`); a bad entry names its index and field."""
+    import tomllib
+
+    table = tomllib.loads(path.read_text("utf-8"))
+    found: dict[str, dict[str, str]] = {}
+    for i, entry in enumerate(table.get("verdict", [])):
+        where = f"{path}: verdict[{i}]"
+        if entry.get("verdict") not in VERDICTS:
+            raise SystemExit(f"{where}.verdict: one of {', '.join(VERDICTS)}, not "
+                             f"{entry.get('verdict')!r}")
+        for key in ("mutant", "why"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise SystemExit(f"{where}.{key}: a non-empty string is needed")
+        found[entry["mutant"]] = entry
+    return found
+
+
+def judged(rows: list[dict[str, Any]], verdicts: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The score with the hand verdicts: detected = killed, hung (a timeout: the run never
+    ends, which fails any CI job) and errors judged "detected" (the harness refused the
+    target, exit 2); survivors judged equivalent leave the denominator; every other survivor,
+    and any outcome with no verdict, stays a miss."""
+    detected = missed = equivalent = unjudged = errors = 0
+    for row in rows:
+        label, status = row["point"]["label"], row["status"]
+        verdict = verdicts.get(label, {}).get("verdict")
+        if status in ("killed", "timeout") or (status.startswith("error") and
+                                                verdict == "detected"):
+            detected += 1
+        elif status == "survived" and verdict == "equivalent":
+            equivalent += 1
+        elif status == "survived":
+            missed += 1
+            unjudged += verdict is None
+        else:
+            errors += 1
+    judged_total = detected + missed
+    return {"mutants": len(rows), "detected": detected, "missed": missed,
+            "equivalent": equivalent, "errors_unjudged": errors, "survivors_unjudged": unjudged,
+            "score": detected / judged_total if judged_total else None}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("limit", nargs="?", type=int, default=60, help="mutants to sample (60)")
@@ -690,7 +737,18 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
     parser.add_argument("--probe", choices=("budget", "strictjson"), help=argparse.SUPPRESS)
     parser.add_argument("--probe-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--score", type=Path, help="score an earlier --json file, run nothing")
+    parser.add_argument("--verdicts", type=Path, help="with --score: hand verdicts (TOML)")
     args = parser.parse_args()
+    if args.score:
+        rows = json.loads(args.score.read_text())["mutants"]
+        verdicts = load_verdicts(args.verdicts) if args.verdicts else {}
+        print(json.dumps(judged(rows, verdicts), indent=1))
+        for row in rows:
+            label = row["point"]["label"]
+            if row["status"] == "survived" and label not in verdicts:
+                print(f"no verdict: {label}")
+        return 0
     if args.probe:
         probe(args.probe, args.probe_out, args.probe_inputs)
         return 0
