@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import RunWorld, canonical, world
+from arck.conformance.runworld import TOOL, RunWorld, canonical, world
 from arck.simulator.target import Exchange
 
 ARGUMENT_WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]),
@@ -188,3 +188,8 @@ def test_the_grant_carries_what_the_product_checks(ctx: CheckContext, case: Any)
         expect(grant.get("arguments_digest") == digest and grant.get("run_id") == run_id,
                "EXE-05", f"profile: digest {digest} and the run {run_id}",
                canonical(grant)[:400])
+        named = {"tool_name": TOOL, "call_id": call_id, "binding_id": ctx.binding_id()}
+        wrong = {k: grant.get(k) for k, v in named.items() if grant.get(k) != v}
+        expect(not wrong, "EXE-05", f"profile: the grant naming the call's operation "
+               f"{canonical(named)} (docs/executors.md, Wire)",
+               f"{canonical(wrong)} in {canonical(grant)[:400]}")

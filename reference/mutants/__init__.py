@@ -1153,6 +1153,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("BIL-03",),
         "edges:cost_pending_never_settled",
     ),
+    (
+        "grant-misnamed",
+        "a claim's grant names the call's arguments where its tool's name belongs",
+        ("EXE-05",),
+        "edges:grant_misnamed",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from arck.reference.auth import Principal
+from arck.reference.canonical import canonical_text
 from arck.reference.mutants.base import serve
 from arck.reference.runtime import chathistory
 from arck.reference.runtime.claims import CallRow
@@ -263,3 +264,17 @@ class NeverReconcilesWorkers(Workers):
 
 def cost_pending_never_settled() -> FastAPI:
     return serve(workers_class=NeverReconcilesWorkers)
+
+
+class _GrantMisnamed(Runtime):
+    """The grant names the call's arguments where its tool's name belongs."""
+
+    def claim(self, principal: Principal, call_id: str, data: object) -> Any:
+        claimed = super().claim(principal, call_id, data)
+        grant = claimed.grant
+        return claimed.model_copy(update={"grant": grant.model_copy(
+            update={"tool_name": canonical_text(grant.arguments)})})
+
+
+def grant_misnamed() -> FastAPI:
+    return serve(runtime_class=_GrantMisnamed)
