@@ -361,7 +361,24 @@ def test_strangers_never_reach_runs(ctx: CheckContext) -> None:
         judge.unchanged(ep, exchange, "AUTH-03")
 
 
-@check("PRO-02")
+def documented(doc: Any, method: str, path: str) -> set[str] | None:
+    """The response statuses /openapi.json lists for the operation serving `path` (its
+    template matched segment by segment); None when no operation serves it."""
+    paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
+    for template, item in paths.items():
+        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
+        operation = item.get(method.lower()) if isinstance(item, dict) else None
+        if re.match(pattern, path) and isinstance(operation, dict):
+            return set(map(str, operation.get("responses", {})))
+    return None
+
+
+def _listed(status: int, listed: set[str]) -> bool:
+    """A status the operation lists: itself, its class (`4XX`), or `default`."""
+    return str(status) in listed or f"{status // 100}XX" in listed or "default" in listed
+
+
+@check("PRO-02", "PRO-03")
 def test_runtime_permissions_per_endpoint(ctx: CheckContext) -> None:
     """The permission column of docs/runs.md and docs/executors.md, role by role, in the
     profile's order: 401 without a valid credential; 403 without the permission, outside the
@@ -371,15 +388,22 @@ def test_runtime_permissions_per_endpoint(ctx: CheckContext) -> None:
     role read. After every refusal of a write, nothing changed."""
     s = _scene(ctx)
     judge = Judge(s)
+    doc = ctx.target.openapi().json_or_none()
     for ep in _endpoints(ctx, s):
         expected = {**dict.fromkeys(STRANGERS, 401), **STATUS[ep.permission]}
         if s.executor is not None and ep.permission != "executor credential":
             expected[s.executor] = 403  # "executor credentials serve only the executor API"
+        listed = documented(doc, ep.method, ep.path)
         for role, status in expected.items():
             exchange = judge.send(ep, role)
             expect(exchange.status == status, "PRO-02",
                    f"{status} for {ep.label} as {_who(role, s)} (docs: {ep.permission})",
                    exchange.describe, hint=_replay(exchange))
+            expect(listed is not None and _listed(exchange.status, listed), "PRO-03",
+                   f"the {exchange.status} of {ep.label} among the responses /openapi.json "
+                   "lists for it (the served document is the normative shape)",
+                   f"listed: {sorted(listed) if listed is not None else 'no such operation'}",
+                   hint=_replay(exchange))
             if status >= 400:
                 judge.unchanged(ep, exchange, "PRO-02")
     foreign = _foreign_executor(ctx, s)

@@ -1159,6 +1159,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("EXE-05",),
         "edges:grant_misnamed",
     ),
+    (
+        "openapi-misdocuments-403",
+        "/openapi.json lists 404 where the executor's candidate list answers 403",
+        ("PRO-03",),
+        "edges:openapi_misdocuments_403",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

@@ -278,3 +278,21 @@ class _GrantMisnamed(Runtime):
 
 def grant_misnamed() -> FastAPI:
     return serve(runtime_class=_GrantMisnamed)
+
+
+def openapi_misdocuments_403() -> FastAPI:
+    """The served document lists 404 where the executor's candidate list answers 403."""
+    app = serve()
+    generate = app.openapi
+
+    def misdocumented() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            responses = schema["paths"]["/v1/executor/candidates"]["get"]["responses"]
+            if "403" in responses:
+                responses["404"] = responses.pop("403")
+        assert app.openapi_schema is not None
+        return app.openapi_schema
+
+    app.openapi = misdocumented  # type: ignore[method-assign]
+    return app
