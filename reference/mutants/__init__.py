@@ -1165,6 +1165,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("PRO-03",),
         "edges:openapi_misdocuments_403",
     ),
+    (
+        "wallet-answered-apart",
+        "a new wallet is answered reserved -1, though it is stored with nothing reserved",
+        ("PRO-03",),
+        "edges:wallet_answered_apart",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

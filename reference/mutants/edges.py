@@ -296,3 +296,15 @@ def openapi_misdocuments_403() -> FastAPI:
 
     app.openapi = misdocumented  # type: ignore[method-assign]
     return app
+
+
+class _WalletAnsweredApart(Runtime):
+    """A new wallet is answered as built for the answer, not as stored: reserved -1."""
+
+    def create_wallet(self, principal: Principal, data: object) -> Any:
+        made = super().create_wallet(principal, data)
+        return made.model_copy(update={"reserved": -1})
+
+
+def wallet_answered_apart() -> FastAPI:
+    return serve(runtime_class=_WalletAnsweredApart)
