@@ -24,7 +24,7 @@ from arck.conformance.runworld import (
     world,
 )
 from arck.simulator.errors import StepUnavailable
-from arck.simulator.provider import LostResponse, SlowAnswer, Step, ToolCall
+from arck.simulator.provider import LostResponse, ServerError, SlowAnswer, Step, ToolCall
 
 FUNDS = 10**12
 IN_FLIGHT_S = 10.0  # each answer takes this long: well inside the channel's 30 s timeout
@@ -278,3 +278,36 @@ def test_a_cost_pending_call_survives_a_restart(ctx: CheckContext) -> None:
                f"nothing held, {cost} charged", str(state),
                f"Reproduce: a lost answer, a restart, then an idle hour; GET "
                f"/v1/wallets/{wallet} and GET /v1/runs/{run_id}/events (model_call.reconciled).")
+
+
+@check("RUN-02", "RUN-11")
+def test_a_restart_during_a_retry_backoff(ctx: CheckContext) -> None:
+    """A call refused 503 waits out its backoff before it is sent again; the service is
+    killed and started again during that wait. The run still ends (core). Profile: the
+    schedule lives in the store, so neither the count nor the backoff is lost: 4 calls in
+    all (3 retries), the run ends `model_timeout` after `model_call.given_up` with `calls` 4
+    (docs/runs.md, Refused calls)."""
+    w = world(ctx)
+    needs_virtual_time(w, "a restart inside a backoff of one second")
+    agent = w.agent([Step(faults=[ServerError(status=503)])] * 6)
+    with w.faults("server_error"):
+        run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), "Answer, please")["run_id"])
+        waiting = [e for e in w.events(run_id) if e.get("type") == "model_call.retry_scheduled"]
+        if not waiting or w.snapshot(run_id).get("state") == "ended":
+            raise NotTestable(f"not testable: no retry was waiting after the first refusal "
+                              f"(events {canonical(w.events(run_id))[:300]})")
+        _restart(w)
+        snapshot, passed = w.settle(run_id)
+    expect(snapshot.get("state") == "ended", "RUN-11", "the run refused again and again "
+           "ended, a restart in its backoff notwithstanding", f"after {passed} timers: "
+           f"{snapshot}")
+    if ctx.profile != "reference":
+        return
+    sent = len(w.requests(agent))
+    given_up = [e.get("data", {}) for e in w.events(run_id)
+                if e.get("type") == "model_call.given_up"]
+    expect(sent == 4 and snapshot.get("end_reason") == "model_timeout"
+           and [g.get("calls") for g in given_up] == [4], ("RUN-02", "RUN-11"),
+           "profile: 4 calls in all across the restart (the retry count kept in the store), "
+           "then model_timeout after model_call.given_up with calls 4",
+           f"{sent} call(s); run {snapshot}; given_up {canonical(given_up)}")

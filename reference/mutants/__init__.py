@@ -1171,6 +1171,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("PRO-03",),
         "edges:wallet_answered_apart",
     ),
+    (
+        "takeover-forgets-retries",
+        "a takeover does not find the retry schedule the dead worker stored: the refused "
+        "call's retries start again",
+        ("RUN-02",),
+        "edges:takeover_forgets_retries",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

@@ -308,3 +308,27 @@ class _WalletAnsweredApart(Runtime):
 
 def wallet_answered_apart() -> FastAPI:
     return serve(runtime_class=_WalletAnsweredApart)
+
+
+class ForgetfulTakeoverWorkers(Workers):
+    """A takeover does not find the retry schedule the dead worker stored: the refused call's
+    retries start again from the first."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._taking_over: set[str] = set()
+
+    async def _hold(self, claim: Any, name: str) -> None:
+        if claim.takeover:
+            self._taking_over.add(claim.run_id)
+        try:
+            await super()._hold(claim, name)
+        finally:
+            self._taking_over.discard(claim.run_id)
+
+    def scheduled_retry(self, run_id: str, worker: str) -> Any:
+        return None if run_id in self._taking_over else super().scheduled_retry(run_id, worker)
+
+
+def takeover_forgets_retries() -> FastAPI:
+    return serve(workers_class=ForgetfulTakeoverWorkers)
