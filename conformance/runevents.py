@@ -199,7 +199,9 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     * exactly one `run.ended`, its `end_reason` the snapshot's; after it only the settlement
       of a model call started before it (`model_call.finished`, `model_call.reconciled`);
     * a run refused at admission (`admission.refused`) is never queued and calls no model;
-      any other run records `run.queued` before its first `model_call.started` (RUN-01);
+      any other run records `run.queued` before its first `model_call.started` (RUN-01),
+      and again between a `tool_plan.accepted` and the next `model_call.started` (the run
+      waited for its batch: it is queued again when the batch is final, Receipts);
     * every model-call event names a call whose `model_call.started` came before it, and a
       call finishes at most once; a retry's `retry.of` names a call refused before it;
     * a claim names a call of a tool plan accepted before it (RUN-16: accepted before any
@@ -252,6 +254,7 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
             add(profile, "after `run.ended` only `model_call.finished` or "
                 "`model_call.reconciled` of a call started before it", f"{late[:5]}")
     found += _admission(shaped, kinds)
+    found += _requeued(kinds)
     found += _calls(shaped, kinds, end_at)
     found += _claims(shaped, kinds)
     found += _compactions(shaped, kinds)
@@ -274,6 +277,23 @@ def _admission(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Fi
         return [Finding(("RUN-16",), "`run.queued` before the first `model_call.started` "
                         "(a run is queued before a worker claims it)",
                         f"types {_short(kinds, 400)}")]
+    return []
+
+
+def _requeued(kinds: list[str]) -> list[Finding]:
+    """A model call after a tool plan was accepted comes after a `run.queued` that follows the
+    plan: the run waited for its batch and was queued again."""
+    for i, kind in enumerate(kinds):
+        if kind != "tool_plan.accepted":
+            continue
+        later = kinds[i + 1:]
+        if "model_call.started" in later:
+            before_next = later[:later.index("model_call.started")]
+            if "run.queued" not in before_next:
+                return [Finding(("RUN-16",), "`run.queued` between a `tool_plan.accepted` and "
+                                "the next `model_call.started` (docs/runs.md, Receipts: the "
+                                "run is queued again once its batch is final)",
+                                f"types {_short(kinds, 400)}")]
     return []
 
 

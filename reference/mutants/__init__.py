@@ -1178,6 +1178,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("RUN-02",),
         "edges:takeover_forgets_retries",
     ),
+    (
+        "batch-requeue-unrecorded",
+        "a run queued again when its batch is final records no run.queued event",
+        ("RUN-16",),
+        "edges:batch_requeue_unrecorded",
+    ),
     # request bounds and reads
     (
         "price-bound-unchecked",

@@ -332,3 +332,18 @@ class ForgetfulTakeoverWorkers(Workers):
 
 def takeover_forgets_retries() -> FastAPI:
     return serve(workers_class=ForgetfulTakeoverWorkers)
+
+
+class _QuietRequeueRuntime(Runtime):
+    """The run is queued again when its batch is final, but no `run.queued` is recorded."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        answer = super().take_receipt(db, executor_id, call, receipt, body, at)
+        db.execute("DELETE FROM run_events WHERE run_id = ? AND type = 'run.queued' AND n = "
+                   "(SELECT MAX(n) FROM run_events WHERE run_id = ?)", (call.run_id, call.run_id))
+        return answer
+
+
+def batch_requeue_unrecorded() -> FastAPI:
+    return serve(runtime_class=_QuietRequeueRuntime)

@@ -175,3 +175,16 @@ def test_sse_messages_are_parsed() -> None:
     assert messages == [{"id": "1", "event": "run.queued", "data": '{"id":1}'},
                         {"id": "2", "event": "run.ended", "data": "{}"}]
     assert rest == "id: 3\n"
+
+
+def test_a_model_call_after_a_batch_needs_the_run_queued_again() -> None:
+    """Between a tool plan's acceptance and the next model call the run was queued again:
+    the judgement finds the missing `run.queued` (a requeue that records no event)."""
+    events = _completed()[:4]
+    plan = [_event(5, "tool_plan.accepted", call_ids=["tc-1"]),
+            _event(6, "model_call.started", **{**events[2]["data"], "call_id": "mc-2"})]
+    found = runevents.judge(events + plan, "completed")
+    assert any("between a `tool_plan.accepted`" in f.expected for f in found), found
+    requeued = events + [plan[0], _event(6, "run.queued"), {**plan[1], "id": 7}]
+    assert not any("between a `tool_plan.accepted`" in f.expected
+                   for f in runevents.judge(requeued, "completed"))
