@@ -692,10 +692,11 @@ def judged(rows: list[dict[str, Any]], verdicts: dict[str, dict[str, str]]) -> d
     ends, which fails any CI job) and errors judged "detected" (the harness refused the
     target, exit 2); survivors judged equivalent leave the denominator; every other survivor,
     and any outcome with no verdict, stays a miss."""
-    detected = missed = equivalent = unjudged = errors = 0
+    detected = missed = equivalent = unjudged = errors = caught_after = 0
     for row in rows:
         label, status = row["point"]["label"], row["status"]
-        verdict = verdicts.get(label, {}).get("verdict")
+        entry = verdicts.get(label, {})
+        verdict = entry.get("verdict")
         if status in ("killed", "timeout") or (status.startswith("error") and
                                                 verdict == "detected"):
             detected += 1
@@ -704,12 +705,16 @@ def judged(rows: list[dict[str, Any]], verdicts: dict[str, dict[str, str]]) -> d
         elif status == "survived":
             missed += 1
             unjudged += verdict is None
+            caught_after += entry.get("after") in ("killed", "timeout")
         else:
             errors += 1
     judged_total = detected + missed
     return {"mutants": len(rows), "detected": detected, "missed": missed,
             "equivalent": equivalent, "errors_unjudged": errors, "survivors_unjudged": unjudged,
-            "score": detected / judged_total if judged_total else None}
+            "score": detected / judged_total if judged_total else None,
+            # the same mutants run again on today's suite (a verdict's `after`)
+            "caught_after": caught_after,
+            "score_after": (detected + caught_after) / judged_total if judged_total else None}
 
 
 def main() -> int:
