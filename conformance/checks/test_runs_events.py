@@ -501,6 +501,10 @@ def _stream(w: RunWorld, run_id: str, last_event_id: str | None = None,
     if exchange.status in (404, 405, 406, 501):
         raise NotApplicable(f"the target has no run event stream: {exchange.describe()}")
     kind = exchange.headers.get("content-type", "").split(";")[0].strip().lower()
+    if last_event_id is None and exchange.status == 200 and kind != STREAM:
+        # As RUN-03's check: a service answering a run's events only as JSON has no stream.
+        raise NotApplicable(f"the target answers no {STREAM} for a run's events: "
+                            f"{exchange.describe()}")
     expect(exchange.status == 200 and kind == STREAM, "RUN-16",
            f"200 {STREAM} for a stream resuming after {last_event_id!r}",
            exchange.describe, _curl(exchange, last_event_id))
@@ -580,6 +584,9 @@ def test_malformed_last_event_id(ctx: CheckContext) -> None:
     if valid.status != 200:
         raise NotTestable(f"not testable: the stream after a well-formed Last-Event-ID 0 was "
                           f"not 200: {valid.describe()}", exchange=valid)
+    if valid.headers.get("content-type", "").split(";")[0].strip().lower() != STREAM:
+        raise NotApplicable(f"the target answers no {STREAM} for a run's events, so it reads "
+                            f"no Last-Event-ID: {valid.describe()}")
     for value in MALFORMED:
         exchange = _reader(w)(run_id, value)
         expect(exchange.status < 500, "PRO-02", f"no 5xx for Last-Event-ID {value!r} (422)",
