@@ -65,6 +65,8 @@ def test_created_answers_read_back(ctx: CheckContext) -> None:
                                               "wallet_id": wallet_id}),
           "session_id", lambda i: target.request("GET", f"/v1/sessions/{i}"))
     executors = w.executors()
-    judge("an executor", executors.register_executor(
-        {"name": ctx.name("executor"), "bindings": [ctx.binding_id()]}),
-        "executor_id", lambda i: target.request("GET", f"/v1/executors/{i}"))
+    registered = executors.register_executor(
+        {"name": ctx.name("executor"), "bindings": [ctx.binding_id()]})
+    w.executor_api(registered)  # "not applicable" for a target with no executor API
+    judge("an executor", registered, "executor_id",
+          lambda i: target.request("GET", f"/v1/executors/{i}"))

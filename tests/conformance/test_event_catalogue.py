@@ -185,6 +185,6 @@ def test_a_model_call_after_a_batch_needs_the_run_queued_again() -> None:
             _event(6, "model_call.started", **{**events[2]["data"], "call_id": "mc-2"})]
     found = runevents.judge(events + plan, "completed")
     assert any("between a `tool_plan.accepted`" in f.expected for f in found), found
-    requeued = events + [plan[0], _event(6, "run.queued"), {**plan[1], "id": 7}]
+    requeued = [*events, plan[0], _event(6, "run.queued"), {**plan[1], "id": 7}]
     assert not any("between a `tool_plan.accepted`" in f.expected
                    for f in runevents.judge(requeued, "completed"))
