@@ -205,11 +205,11 @@ def _endpoints(ctx: CheckContext, s: Scene) -> list[Endpoint]:
         Endpoint("POST", f"/v1/agents/{ctx.agent_id}/tool-revocations",
                  "configuration:write + agent scope", {"tool_name": s.tool}, "agent",
                  watch="events"),
-        Endpoint("POST", f"/v1/tool-calls/{s.open_call}/cancel", rw, {}, watch="calls"),
     ]
-    if s.executor_id is not None:
+    if s.executor_id is not None:  # the tool-call cancel belongs to the executor API's area
         ex = "executor credential"
         found += [
+            Endpoint("POST", f"/v1/tool-calls/{s.open_call}/cancel", rw, {}, watch="calls"),
             Endpoint("POST", "/v1/executors", "configuration:write",
                      {"name": ctx.name("executor"), "bindings": [ctx.binding_id()]}, "nothing"),
             Endpoint("GET", f"/v1/executors/{s.executor_id}", "configuration:read"),
