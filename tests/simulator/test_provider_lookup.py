@@ -181,7 +181,8 @@ def test_fault_coverage_counts_each_kind_that_fired() -> None:
 
     over_http = asyncio.run(scenario())
     expected = {"rate_limit": 1, "server_error": 2, "context_length": 1, "usage_drift": 1,
-                "slow": 1, "usage_missing": 1, "lost_response": 1, "side_effect": 0}
+                "slow": 1, "usage_missing": 1, "lost_response": 1, "side_effect": 0,
+                "usage_reported": 0}
     assert p.fault_counts() == over_http == expected
     assert [r.outcome for r in p.records()] == ["answered"] * 5 + ["lost", "answered"]
     assert [r.billed for r in p.records()] == [False] * 4 + [True] * 3
