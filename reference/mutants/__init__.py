@@ -1276,6 +1276,69 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("PRO-02",),
         "events:last_event_id_500",
     ),
+    # compaction keeps
+    (
+        "compaction-current-input-summarised",
+        "the run's current input is looked for with a flipped role test, so a summary made "
+        "after two tool exchanges of the run takes the input with it",
+        ("CTX-04",),
+        "compaction_kept:current_input_summarised",
+    ),
+    (
+        "compaction-answer-summarised",
+        "the answer to a request for input is not taken for the run's input: a summary made "
+        "after two tool exchanges of the run takes the request and its answer with it",
+        ("CTX-04",),
+        "compaction_kept:answer_summarised",
+    ),
+    (
+        "compaction-facts-dropped",
+        "the working memory carries no facts of the calls it replaced: their receipt ids and "
+        "statuses are lost",
+        ("CTX-06",),
+        "compaction_kept:facts_dropped",
+    ),
+    (
+        "local-compaction-not-stored",
+        "a local compaction is sent (each request swaps its placeholders in as it is built) "
+        "but never stored: the execution history keeps the full tool records",
+        ("RUN-09", "CTX-07"),
+        "compaction_kept:local_compaction_not_stored",
+    ),
+    (
+        "local-compaction-only-reported",
+        "a local compaction is reported (event, decision) but its generation never written: "
+        "the request goes out whole",
+        ("CTX-07",),
+        "compaction_kept:local_compaction_only_reported",
+    ),
+    (
+        "compaction-tail-arguments-placeholdered",
+        "local compaction reaches the first message of the kept tail: the second-last tool "
+        "exchange's arguments become a placeholder",
+        ("CTX-16",),
+        "compaction_kept:tail_arguments_placeholdered",
+    ),
+    (
+        "compaction-threshold-exclusive",
+        "compaction starts above 70% of the effective budget, not at it: an estimate of "
+        "exactly 70% is sent uncompacted",
+        ("CTX-04",),
+        "compaction_kept:threshold_exclusive",
+    ),
+    (
+        "compaction-memory-resummarised",
+        "a stretch of the previous working memory alone is summarised again",
+        ("CTX-04",),
+        "compaction_kept:memory_resummarised",
+    ),
+    (
+        "compaction-zero-budget-loops",
+        "the budget share is a fraction taken first: a budget of 0 divides by zero on every "
+        "takeover (the run loops), a negative one reads as below 70% and the request is sent",
+        ("CTX-15", "RUN-11"),
+        "compaction_kept:zero_budget_loops",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -109,6 +109,9 @@ class Compactor:
     spacing = compaction.SUMMARY_SPACING  # CTX-05
     bypass = compaction.BYPASS_THRESHOLD  # CTX-05: 92%
     validate = staticmethod(compaction.refusal)  # CTX-06: why a candidate is refused, or None
+    local = staticmethod(compaction.local)  # CTX-04: placeholders before the kept tail
+    stretch = staticmethod(compaction.stretch)  # CTX-04/16: what a summary may replace
+    memory = staticmethod(compaction.working_memory)  # CTX-06: summary text + engine's facts
 
     def __init__(self, workers: Workers, reserved: frozenset[str]) -> None:
         self.workers = workers
@@ -148,7 +151,7 @@ class Compactor:
         reasons = ["context_length_exceeded from the provider" if repair else "at or above 70%"]
         done: list[str] = []
         current, refused = before, None
-        compacted = compaction.local(messages, facts)
+        compacted = self.local(messages, facts)
         if compacted != messages:
             after = measure(compacted)
             if not self._rewrite(run_id, worker, session, "local", messages, compacted,
@@ -161,7 +164,7 @@ class Compactor:
             reasons.append("nothing to compact locally")
         if repair or current >= threshold:
             spacing = session.calls_since_summary
-            span = compaction.stretch(messages, self.reserved)
+            span = self.stretch(messages, self.reserved)
             spaced = spacing is not None and spacing < self.spacing
             if spaced and not repair and current < self.bypass * budget:
                 reasons.append(f"summary spacing: {spacing} of {self.spacing} "
@@ -240,7 +243,7 @@ class Compactor:
         why = self.validate(text, messages, span, facts)
         if why is not None:
             return self._refused(run_id, why)
-        return compaction.replace(messages, span, compaction.working_memory(text, part, facts))
+        return compaction.replace(messages, span, self.memory(text, part, facts))
 
     def _refused(self, run_id: str, reason: str) -> str:
         """CTX-06: the candidate is dropped and the history stays as it was."""
