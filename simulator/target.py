@@ -467,26 +467,8 @@ class HttpTarget:
         is closed under the server. A stream that never sends an event ends at the client's
         read timeout, with what it sent.
         """
-        path = f"/v1/runs/{run_id}/events"
         headers = self._headers(role, STREAM_MEDIA_TYPE)
-        self.limiter.wait()
-        request = self.client.build_request("GET", path, headers=headers)
-        # httpx keeps a client's transport private; in-process targets are built on ours.
-        transport = getattr(self.client, "_transport", None)
-        try:
-            if isinstance(transport, SyncASGITransport):
-                response = transport.hang_up(request, first_event_read)
-                status, answer_headers, seen = (response.status_code, dict(response.headers),
-                                                response.content)
-            else:
-                status, answer_headers, seen = self._read_and_drop(request)
-        except httpx.TransportError as exc:
-            raise TargetUnreachable(f"GET {path}: {type(exc).__name__}: {exc}") from exc
-        self.exchanges += 1
-        exchange = Exchange(method="GET", url=str(request.url), request_body=None,
-                            status=status, body=seen, headers=answer_headers, role=role)
-        self.recent.append(exchange)
-        return exchange
+        return self._read_stream(f"/v1/runs/{run_id}/events", headers, role, first_event_read)
 
     def read_event_stream(
         self, run_id: str, last_event_id: str | None = None, *, until_id: int | None = None,
@@ -500,13 +482,21 @@ class HttpTarget:
         client's read timeout (in-process: once the app is idle, time standing still), with
         what it sent. The exchange holds the status, the headers and the bytes read.
         """
-        path = f"/v1/runs/{run_id}/events"
         headers = self._headers(role, STREAM_MEDIA_TYPE)
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
-        enough = read_through(until_id)
+        return self._read_stream(f"/v1/runs/{run_id}/events", headers, role,
+                                 read_through(until_id))
+
+    def _read_stream(
+        self, path: str, headers: dict[str, str], role: str,
+        enough: Callable[[list[tuple[bytes, bytes]], bytes], bool],
+    ) -> Exchange:
+        """GET `path` as a stream, read until `enough` (or its end, or the read timeout),
+        hang up, and record the exchange: the one way both stream steps reach a target."""
         self.limiter.wait()
         request = self.client.build_request("GET", path, headers=headers)
+        # httpx keeps a client's transport private; in-process targets are built on ours.
         transport = getattr(self.client, "_transport", None)
         try:
             if isinstance(transport, SyncASGITransport):
