@@ -8,7 +8,6 @@ and leaves every other as the reference answers it.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from fastapi import FastAPI
@@ -17,10 +16,9 @@ from arck.reference.auth import Principal
 from arck.reference.engine import Engine
 from arck.reference.errors import ValidationFailed
 from arck.reference.mutants.base import serve
-from arck.reference.runtime import claims
-from arck.reference.runtime.executor_wire import ExecutorCall, Receipt, ReceiptAnswer
+from arck.reference.runtime.executor_wire import ExecutorCall, Receipt
 from arck.reference.runtime.receipts import _NEEDS, _OPTIONAL, _TAKES
-from arck.reference.runtime.service import Runtime, _validate
+from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import MAX_AMOUNT, MAX_PRICE, Channel, Session
 
 __all__ = ["channelless_session_500", "detached_call_read_500", "null_receipt_members_500",
@@ -104,24 +102,7 @@ class NullMembersRuntime(Runtime):
     """Takes `"error": null` in a failed receipt and `"sequence": null` in a progress one as
     given: the first reaches the history, the second the progress order, each as a 500."""
 
-    async def submit_receipt(self, principal: Principal, call_id: str,
-                             data: object) -> ReceiptAnswer:
-        executor_id = principal.executor_id
-        assert executor_id is not None
-
-        def intake(db: sqlite3.Connection) -> ReceiptAnswer:
-            call = claims.scoped_call(db, principal, call_id)
-            receipt = _validate(Receipt, data)
-            _members_present(receipt)
-            for name in ("result", "data"):
-                if name in receipt.model_fields_set:
-                    self.engine.check_result(getattr(receipt, name), f"/{name}")
-            assert isinstance(data, dict)
-            return self.take_receipt(db, executor_id, call, receipt, data, self.clock.now())
-
-        answer = await self.store.grouped(intake)
-        self.workers.notify()
-        return answer
+    receipt_members = staticmethod(_members_present)
 
 
 def price_bound_unchecked() -> FastAPI:
