@@ -76,7 +76,9 @@ class SyncASGITransport(httpx.BaseTransport):
         """Answer from `app` from now on, in the same loop: a restarted service (RUN-02)."""
         self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=self._raise)
 
-    def hang_up(self, request: httpx.Request, enough: Enough) -> httpx.Response:
+    def hang_up(
+        self, request: httpx.Request, enough: Enough, during: Callable[[], object] | None = None
+    ) -> httpx.Response:
         """Send `request`, read its answer until `enough`, then drop the connection (RUN-03).
 
         `handle_request` buffers whole answers, so an answer that streams while a run is
@@ -84,69 +86,26 @@ class SyncASGITransport(httpx.BaseTransport):
         `enough` holds, `receive()` answers `http.disconnect`, which is how an ASGI server
         tells the app its client went away (starlette's StreamingResponse listens for it
         under ASGI spec < 2.4 and cancels the stream); what the app sends later is dropped,
-        as uvicorn drops writes to a closed socket. The response holds what was read.
+        as uvicorn drops writes to a closed socket. With `during`, once the app is idle (what
+        it will send without more requests has been sent) `during()` runs on this thread,
+        its requests answered by the same loop while the answer stays open; then reading goes
+        on until the app is idle again. The response holds what was read.
         """
-        body = request.read()
-        return self._portal_started().call(self._hang_up, request, body, enough)
+        portal = self._portal_started()
+        listener = _Listener(self._asgi.app, request, request.read(), enough)
+        portal.call(listener.start)
+        try:
+            if during is not None:
+                during()
+        finally:
+            response = portal.call(self._stop, listener)
+        return response
 
-    async def _hang_up(
-        self, request: httpx.Request, body: bytes, enough: Enough
-    ) -> httpx.Response:
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": request.method,
-            "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "scheme": request.url.scheme, "path": request.url.path,
-            "raw_path": request.url.raw_path.split(b"?")[0],
-            "query_string": request.url.query,
-            "server": (request.url.host, request.url.port), "client": ("127.0.0.1", 123),
-            "root_path": "",
-        }
-        gone = asyncio.Event()
-        asked = False
-        status: int | None = None
-        headers: list[tuple[bytes, bytes]] = []
-        seen = bytearray()
-
-        async def receive() -> dict[str, Any]:
-            nonlocal asked
-            if not asked:
-                asked = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await gone.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal status, headers
-            if gone.is_set():
-                return
-            if message["type"] == "http.response.start":
-                status, headers = message["status"], list(message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                seen.extend(message.get("body", b""))
-                if not message.get("more_body", False) or enough(headers, bytes(seen)):
-                    gone.set()
-
-        app = self._asgi.app
-        task = asyncio.ensure_future(app(scope, receive, send))
-        # With time standing still, what the app will send without it has been sent once the
-        # loop is idle: hang up then at the latest, so a stream that says nothing never hangs.
-        await until_idle()
-        gone.set()
-        await until_idle()
-        if not task.done():
-            task.cancel()  # an app deaf to the disconnect: the harness's loop keeps no orphan
-        await asyncio.wait([task])
-        failed = None if task.cancelled() else task.exception()
-        if failed is not None and self._asgi.raise_app_exceptions:
-            raise failed
-        await self._idle()
-        if status is None and failed is None:
-            # What a client over a socket would see: no answer, then its read timeout.
-            raise httpx.ReadTimeout("the app began no answer before it went idle",
-                                    request=request)
-        return httpx.Response(status or 500, headers=headers, content=bytes(seen),
-                              request=request)
+    async def _stop(self, listener: _Listener) -> httpx.Response:
+        try:
+            return await listener.stop(self._asgi.raise_app_exceptions)
+        finally:
+            await self._idle()
 
     def call(self, function: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         """Run `function(*args)` in the app's event loop and wait for its result."""
@@ -160,3 +119,72 @@ class SyncASGITransport(httpx.BaseTransport):
                 self._portal.call(self._portal.stop, True)
         self._stack.close()
         self._portal = None
+
+
+class _Listener:
+    """One request driven on the app by hand, as a client that reads its answer as it comes
+    and hangs up once `enough` holds (or when told to stop)."""
+
+    def __init__(self, app: Any, request: httpx.Request, body: bytes, enough: Enough) -> None:
+        self.app, self.request, self.body, self.enough = app, request, body, enough
+        self.scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": request.method,
+            "headers": [(k.lower(), v) for k, v in request.headers.raw],
+            "scheme": request.url.scheme, "path": request.url.path,
+            "raw_path": request.url.raw_path.split(b"?")[0],
+            "query_string": request.url.query,
+            "server": (request.url.host, request.url.port), "client": ("127.0.0.1", 123),
+            "root_path": "",
+        }
+        self.asked = False
+        self.status: int | None = None
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.seen = bytearray()
+        self.gone = asyncio.Event()  # bound to the app's loop at its first use there
+        self.task: asyncio.Future[None] | None = None
+
+    async def receive(self) -> dict[str, Any]:
+        if not self.asked:
+            self.asked = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if self.gone.is_set():
+            return
+        if message["type"] == "http.response.start":
+            self.status, self.headers = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            self.seen.extend(message.get("body", b""))
+            if not message.get("more_body", False) or self.enough(self.headers,
+                                                                  bytes(self.seen)):
+                self.gone.set()
+
+    async def start(self) -> None:
+        """Send the request; return once the app is idle (time standing still, what it will
+        send without another request has been sent)."""
+        self.task = asyncio.ensure_future(self.app(self.scope, self.receive, self.send))
+        await until_idle()
+
+    async def stop(self, raise_errors: bool) -> httpx.Response:
+        """Hang up once the app is idle at the latest, so a stream that says nothing never
+        hangs; the response holds what was read."""
+        if self.task is None:
+            raise RuntimeError("a listener stopped before it started")
+        await until_idle()
+        self.gone.set()
+        await until_idle()
+        if not self.task.done():
+            self.task.cancel()  # an app deaf to the disconnect: the harness's loop keeps no orphan
+        await asyncio.wait([self.task])
+        failed = None if self.task.cancelled() else self.task.exception()
+        if failed is not None and raise_errors:
+            raise failed
+        if self.status is None and failed is None:
+            # What a client over a socket would see: no answer, then its read timeout.
+            raise httpx.ReadTimeout("the app began no answer before it went idle",
+                                    request=self.request)
+        return httpx.Response(self.status or 500, headers=self.headers,
+                              content=bytes(self.seen), request=self.request)

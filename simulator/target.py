@@ -6,6 +6,7 @@ An implementation with another API plugs in by writing a class with the same met
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import threading
@@ -488,21 +489,42 @@ class HttpTarget:
         return self._read_stream(f"/v1/runs/{run_id}/events", headers, role,
                                  read_through(until_id))
 
+    def watch_event_stream(
+        self, run_id: str, ready_id: int, during: Callable[[], object], *, role: str = "full"
+    ) -> Exchange:
+        """Hold the run's event stream open while `during()` makes other requests (RUN-16:
+        events are sent as they are stored); optional. `Accept: text/event-stream`, no
+        `Last-Event-ID`: once the event whose `id` is `ready_id` has come whole (what was
+        stored when it opened), `during()` runs, then reading goes on until the stream ends
+        and hangs up. In-process time stands still: the backlog is read once the app is idle,
+        and after `during` what the app sends until it is idle again; over a URL the client's
+        read timeout bounds every wait. The exchange holds the status, headers and bytes."""
+        headers = self._headers(role, STREAM_MEDIA_TYPE)
+        return self._read_stream(f"/v1/runs/{run_id}/events", headers, role,
+                                 read_through(None), during, read_through(ready_id))
+
     def _read_stream(
         self, path: str, headers: dict[str, str], role: str,
         enough: Callable[[list[tuple[bytes, bytes]], bytes], bool],
+        during: Callable[[], object] | None = None,
+        ready: Callable[[list[tuple[bytes, bytes]], bytes], bool] | None = None,
     ) -> Exchange:
         """GET `path` as a stream, read until `enough` (or its end, or the read timeout),
-        hang up, and record the exchange: the one way both stream steps reach a target."""
+        hang up, and record the exchange: the one way the stream steps reach a target. With
+        `during`, it runs once `ready` holds (in-process: once the app is idle), the stream
+        still open."""
         self.limiter.wait()
         request = self.client.build_request("GET", path, headers=headers)
         # httpx keeps a client's transport private; in-process targets are built on ours.
         transport = getattr(self.client, "_transport", None)
         try:
             if isinstance(transport, SyncASGITransport):
-                response = transport.hang_up(request, enough)
+                response = transport.hang_up(request, enough, during)
                 status, answer_headers, seen = (response.status_code, dict(response.headers),
                                                 response.content)
+            elif during is not None:
+                status, answer_headers, seen = self._read_during(request, enough, during,
+                                                                 ready or first_event_read)
             else:
                 status, answer_headers, seen = self._read_and_drop(request, enough)
         except httpx.TransportError as exc:
@@ -516,10 +538,16 @@ class HttpTarget:
     def _read_and_drop(
         self, request: httpx.Request,
         enough: Callable[[list[tuple[bytes, bytes]], bytes], bool] = first_event_read,
+        box: dict[str, Any] | None = None,
     ) -> tuple[int, dict[str, str], bytes]:
         seen = bytearray()
-        with WAITING(f"GET {request.url.path} (an event stream)"):
+        # A reader on its own thread (`box`) is not what the check's thread waits on.
+        waiting = WAITING(f"GET {request.url.path} (an event stream)") if box is None \
+            else contextlib.nullcontext()
+        with waiting:
             response = self.client.send(request, stream=True)
+            if box is not None:
+                box["response"] = response  # so another thread can hang up
             try:
                 raw = response.headers.raw
                 for chunk in response.iter_raw():
@@ -534,6 +562,51 @@ class HttpTarget:
                 response.close()
         return response.status_code, dict(response.headers), bytes(seen)
 
+    def _read_during(
+        self, request: httpx.Request, enough: Callable[[list[tuple[bytes, bytes]], bytes], bool],
+        during: Callable[[], object],
+        ready: Callable[[list[tuple[bytes, bytes]], bytes], bool],
+    ) -> tuple[int, dict[str, str], bytes]:
+        """`_read_and_drop` on a thread of its own, `during()` on this one once `ready` holds
+        (or the stream ended or gave up first). The reader is joined within the read timeout
+        after `during` returns; a stream still open then is closed under it."""
+        opened = threading.Event()
+        box: dict[str, Any] = {}
+
+        def enough_or_ready(raw: list[tuple[bytes, bytes]], seen: bytes) -> bool:
+            box["response_headers"] = raw
+            if ready(raw, seen):
+                opened.set()
+            return enough(raw, seen)
+
+        def read() -> None:
+            try:
+                box["answer"] = self._read_and_drop(request, enough_or_ready, box)
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+            finally:
+                opened.set()
+
+        reader = threading.Thread(target=read, name="arck-event-stream", daemon=True)
+        reader.start()
+        wait = _read_timeout(self.client)
+        opened.wait(wait)
+        try:
+            during()
+        finally:
+            reader.join(wait)
+            if reader.is_alive():
+                response = box.get("response")
+                if response is not None:
+                    response.close()  # a stream still open after the read timeout: hang up
+                reader.join(wait)
+        if "error" in box:
+            raise box["error"]
+        if "answer" not in box:
+            raise httpx.ReadTimeout("the event stream did not end after the read timeout",
+                                    request=request)
+        return box["answer"]  # type: ignore[no-any-return]
+
     def _post(self, path: str, body: Any, role: str) -> Exchange:
         if isinstance(body, bytes):
             return self.request("POST", path, content=body, role=role)
@@ -541,3 +614,9 @@ class HttpTarget:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _read_timeout(client: httpx.Client) -> float:
+    """The client's read timeout in seconds (60 when it has none: never wait for ever)."""
+    read = client.timeout.read
+    return 60.0 if read is None else float(read)

@@ -453,53 +453,25 @@ def test_compaction_from_exactly_70_percent(ctx: CheckContext, case: Any) -> Non
                             "profile's own estimate arithmetic")
     side, drift, prefix = case
     w = world(ctx)
-    channel = w.channel(ChannelSpec(model=ctx.name("edge-model"),
-                                    input_capacity=SMALL.input_capacity,
-                                    total_capacity=SMALL.total_capacity,
-                                    output_capacity=SMALL.output_capacity))
-    faults = [UsageDrift(factor=drift)]
-    steps: list[Step] = []
-    for n, (_size, results) in enumerate(prefix):
-        steps += [Step(tool_calls=[ToolCall(name=TOOL, arguments=_arguments(n, j, 60))],
-                       faults=faults) for j in range(len(results))]
-        steps.append(Step(text="noted", faults=faults))
-    steps.append(Step(text="done", faults=faults))
-    agent = w.agent(steps, channel=channel, budget=4096)
-    session = w.session(agent, w.wallet(FUNDS))
-    samples: list[tuple[int, int]] = []
-    receipts: dict[str, str] = {}
-    for n, (size, results) in enumerate(prefix):
-        run_id = str(w.start(session, _input(n, size))["run_id"])
-        _drive(w, run_id, results)
-        samples += _samples(w, run_id)
-        receipts.update(_receipts(w, run_id))
-    stored = w.history(session, "execution")
-    sent = w.requests(agent)
-    if not samples or not sent or not _compactable(stored):
+    edged = _Edged.of(w, drift, prefix, [Step(text="done")])
+    stored = w.history(edged.session, "execution")
+    sent = w.requests(edged.agent)
+    if not edged.samples or not sent or not _compactable(stored):
         raise NotTestable(f"not testable: the earlier runs left no answered model call or no "
                           f"old tool record to compact ({len(sent)} request(s))")
-    budget = runoracle.effective_budget(None, SMALL.input_capacity, SMALL.total_capacity,
-                                        SMALL.output_capacity)
+    budget = edged.budget
     target = math.ceil(THRESHOLD * budget)
     after = side.endswith("after local")
-    edge = _Edge(stored, _tools(sent[-1]), samples, receipts if after else None)
+    edge = _Edge(stored, _tools(sent[-1]), edged.samples, edged.receipts if after else None)
     aimed = edge.aim(target)
     if aimed is None:
         raise NotTestable(f"not testable: no input lands the estimate on {target}")
     length = aimed if side.startswith("at") else aimed - 1
-    run_id = str(w.start(session, "e" * length)["run_id"])
+    run_id = str(w.start(edged.session, "e" * length)["run_id"])
     w.settle(run_id)
     events = w.events(run_id)
-    first = next((e.get("data", {}) for e in events if e.get("type") == "model_call.started"
-                  and e.get("data", {}).get("purpose", "main") == "main"), None)
-    if first is None:
-        raise NotTestable(f"not testable: the last run made no main call: "
-                          f"{w.snapshot(run_id)}")
+    first, before, reported, decision = _first_decision(w, run_id, events)
     compaction = first.get("compaction") or {}
-    before, reported = compaction.get("estimate_before"), first.get("effective_budget")
-    decision = str(compaction.get("decision"))
-    if not isinstance(before, int) or not isinstance(reported, int) or reported <= 0:
-        raise NotTestable(f"not testable: no estimate_before / effective_budget in {first}")
     local = [e.get("data", {}) for e in events if e.get("type") == "compaction.applied"
              and e.get("data", {}).get("kind") == "local"][:1]
     shown = f"aimed at {edge.estimate(length)} with an input of {length:,} bytes " \
@@ -523,6 +495,137 @@ def test_compaction_from_exactly_70_percent(ctx: CheckContext, case: Any) -> Non
            f"after local compaction to {left} of budget {reported} ({shown}): a summary only "
            "if still at ≥ 70% (70% itself included; the first summary, so no spacing)",
            f"decision {decision!r}, reason {compaction.get('reason')!r}", hint=hint)
+
+
+def _first_decision(w: RunWorld, run_id: str, events: list[dict[str, Any]]
+                    ) -> tuple[dict[str, Any], int, int, str]:
+    """The run's first main call: its figures, estimate_before, effective_budget, decision."""
+    first = next((e.get("data", {}) for e in events if e.get("type") == "model_call.started"
+                  and e.get("data", {}).get("purpose", "main") == "main"), None)
+    if first is None:
+        raise NotTestable(f"not testable: the run made no main call: {w.snapshot(run_id)}")
+    compaction = first.get("compaction") or {}
+    before, reported = compaction.get("estimate_before"), first.get("effective_budget")
+    if not isinstance(before, int) or not isinstance(reported, int) or reported <= 0:
+        raise NotTestable(f"not testable: no estimate_before / effective_budget in {first}")
+    return first, before, reported, str(compaction.get("decision"))
+
+
+@dataclass
+class _Edged:
+    """A session on SMALL whose earlier runs (`prefix`) set the history and the calibration
+    samples (every call's usage drifted by `drift`, so c stays below 1 and every estimate
+    from there up is reachable by adding input bytes); its script goes on with `tail`."""
+
+    agent: Agent
+    session: str
+    samples: list[tuple[int, int]]
+    receipts: dict[str, str]
+    budget: int
+
+    @classmethod
+    def of(cls, w: RunWorld, drift: float, prefix: Sequence[tuple[int, Sequence[int]]],
+           tail: Sequence[Step]) -> _Edged:
+        channel = w.channel(ChannelSpec(model=w.ctx.name("edge-model"),
+                                        input_capacity=SMALL.input_capacity,
+                                        total_capacity=SMALL.total_capacity,
+                                        output_capacity=SMALL.output_capacity))
+        faults = [UsageDrift(factor=drift)]
+        steps: list[Step] = []
+        for n, (_size, results) in enumerate(prefix):
+            steps += [Step(tool_calls=[ToolCall(name=TOOL, arguments=_arguments(n, j, 60))],
+                           faults=faults) for j in range(len(results))]
+            steps.append(Step(text="noted", faults=faults))
+        steps += [step.model_copy(update={"faults": faults}) for step in tail]
+        agent = w.agent(steps, channel=channel, budget=4096)
+        edged = cls(agent, w.session(agent, w.wallet(FUNDS)), [], {},
+                    runoracle.effective_budget(None, SMALL.input_capacity,
+                                               SMALL.total_capacity, SMALL.output_capacity))
+        for n, (size, results) in enumerate(prefix):
+            edged.drive(w, str(w.start(edged.session, _input(n, size))["run_id"]), results)
+        return edged
+
+    def drive(self, w: RunWorld, run_id: str, results: Sequence[int]) -> None:
+        """Drive a run of the session to its end, keeping its samples and receipts."""
+        _drive(w, run_id, results)
+        self.samples += _samples(w, run_id)
+        self.receipts.update(_receipts(w, run_id))
+
+    def landing(self, w: RunWorld, target: int) -> int:
+        """The length of an input whose estimate after local compaction is `target` (or the
+        first reachable estimate up to 1% above it), by the profile's arithmetic."""
+        sent = w.requests(self.agent)
+        edge = _Edge(w.history(self.session, "execution"), _tools(sent[-1]) if sent else None,
+                     self.samples, self.receipts)
+        for aim in range(target, target + max(2, self.budget // 100)):
+            found = edge.aim(aim)
+            if found is not None:
+                return found
+        raise NotTestable(f"not testable: no input lands the estimate near {target}")
+
+
+# -- the 92% bypass of the summary spacing (profile) --------------------------------------
+
+BYPASS = Fraction(92, 100)  # CTX-05
+OPENED = Fraction(80, 100)  # where a summary is sure (first summary: no spacing yet)
+SPACED_RESULTS = (400, 400)  # the 2 tool exchanges of the run a summary opens
+SPACING = st.tuples(st.sampled_from(("at", "below")), st.sampled_from([0.5, 0.75]), PREFIX)
+SPACING_EXAMPLES = (("at", 0.5, [(100, [800, 800, 800])]),
+                    ("below", 0.75, [(100, [800, 800]), (50, [500])]))
+
+
+@property_check("CTX-05", "CTX-04", cases=SPACING, examples=SPACING_EXAMPLES, cap=8)
+def test_summary_spacing_skipped_from_exactly_92_percent(ctx: CheckContext, case: Any) -> None:
+    """Profile: the spacing is skipped "at ≥ 92%", measured after local compaction, 92%
+    included. Three main calls after a summary (spacing in force), a request left exactly at
+    92% of the effective budget after local compaction is summarised; one token below it is
+    not (CTX-05: within the spacing and below 92%, no summary). Earlier runs set the history,
+    a run whose input is aimed at 80% opens with the first summary and makes 2 tool
+    exchanges, then the last run's input is sized with the profile's arithmetic."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the exact 92% bypass is judged against the reference profile's "
+                            "own estimate arithmetic")
+    side, drift, prefix = case
+    w = world(ctx)
+    tail = [Step(tool_calls=[ToolCall(name=TOOL, arguments=_arguments(99, j, 60))])
+            for j in range(len(SPACED_RESULTS))] + [Step(text="noted"), Step(text="done")]
+    edged = _Edged.of(w, drift, prefix, tail)
+    opened = str(w.start(edged.session, "s" * edged.landing(
+        w, math.ceil(OPENED * edged.budget)))["run_id"])
+    edged.drive(w, opened, SPACED_RESULTS)
+    events = w.events(opened)
+    _, _, _, decision = _first_decision(w, opened, events)
+    main = [e for e in events if e.get("type") == "model_call.started"
+            and e.get("data", {}).get("purpose", "main") == "main"]
+    ended = w.snapshot(opened).get("end_reason")
+    if "summary" not in decision or len(main) != len(tail) - 1 or ended != "completed":
+        raise NotTestable(f"not testable: the run aimed at 80% did not open with a summary "
+                          f"and complete after {len(tail) - 1} main calls (decision "
+                          f"{decision!r}, {len(main)} main calls, end {ended!r})")
+    target = math.ceil(BYPASS * edged.budget)
+    length = edged.landing(w, target) - (0 if side == "at" else 1)
+    run_id = str(w.start(edged.session, "e" * length)["run_id"])
+    w.settle(run_id)
+    events = w.events(run_id)
+    first, before, reported, decision = _first_decision(w, run_id, events)
+    reason = (first.get("compaction") or {}).get("reason")
+    local = [e.get("data", {}).get("estimate_after") for e in events
+             if e.get("type") == "compaction.applied"
+             and e.get("data", {}).get("kind") == "local"][:1]
+    left = local[0] if local and isinstance(local[0], int) else before
+    shown = f"estimate {left} of budget {reported} after local compaction, aimed at " \
+            f"{side} {target} with an input of {length:,} bytes ({len(main)} main calls " \
+            f"after the last summary; {len(prefix)} earlier run(s), drift × {drift})"
+    hint = "Replay the case with `arck replay`; the run's model_call.started and " \
+           "compaction.applied events hold the figures."
+    if Fraction(left, reported) >= BYPASS:
+        expect("summary" in decision, "CTX-05", f"a summary at {shown}: at ≥ 92% the spacing "
+               "is skipped (92% itself included; the profile's choice)",
+               f"decision {decision!r}, reason {reason!r}", hint=hint)
+    else:
+        expect("summary" not in decision, "CTX-05", f"no summary at {shown}: below 92% and "
+               "within the spacing (4 main calls after a summary before the next)",
+               f"decision {decision!r}, reason {reason!r}", hint=hint)
 
 
 @dataclass(frozen=True)

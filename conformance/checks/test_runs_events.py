@@ -571,6 +571,51 @@ def test_event_stream_is_the_list(ctx: CheckContext) -> None:
     _resumes(w, _lost_run(w))
 
 
+@check("RUN-16")
+def test_event_stream_carries_events_as_stored(ctx: CheckContext) -> None:
+    """A stream held open from before a run resumes to its end carries every event as it is
+    stored, with time standing still (docs/runs.md, Event stream: "sends new events as they
+    are stored"; a keep-alive tick is no wake-up): opened while the run waits for its tool
+    call, it sends what is stored, then, while it stays open, the receipt is sent and the
+    run completes; the stream carries every event of the JSON list, in order, through
+    `run.ended`, and ends."""
+    w = world(ctx)
+    watch = _optional(w, "watch_event_stream", "watch-the-event-stream")
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"order": 11})]),
+                     Step(text=ANSWER)])
+    run_id = _run(w, agent, "Where is order 11?")
+    call_id = _waiting_call(w, run_id)
+    stored = len(w.events(run_id))
+    answered: list[Exchange] = []
+    exchange = watch(run_id, stored, lambda: answered.append(
+        w.answer(call_id, {"shipped": True}, f"arck-live-{call_id}")))
+    kind = exchange.headers.get("content-type", "").split(";")[0].strip().lower()
+    if exchange.status in (404, 405, 406, 501) or (exchange.status == 200 and kind != STREAM):
+        raise NotApplicable(f"the target has no run event stream: {exchange.describe()}")
+    for receipt in answered:
+        w.ok(receipt, "send a completed receipt while the stream is open")
+    snapshot, _ = w.settle(run_id)
+    if snapshot.get("state") != "ended":
+        raise NotTestable(f"not testable: run {run_id} did not end after its receipt: "
+                          f"{snapshot}")
+    listed = w.events(run_id)
+    messages, _rest = runevents.parse_sse(exchange.body)
+    seen = [(m.get("id"), m.get("event"), m.get("data")) for m in messages]
+    expected = [(str(e.get("id")), e.get("type"), canonical(e)) for e in listed]
+    # A started call settled after run.ended is read by reconnecting: the list may go on.
+    ended = next((n for n, e in enumerate(listed) if e.get("type") == "run.ended"), None)
+    through = expected[:ended + 1] if ended is not None else expected
+    expect(seen[:len(through)] == through and len(seen) <= len(expected), "RUN-16",
+           f"the stream of run {run_id}, open from event {stored} on while its receipt was "
+           f"sent (time standing still), carrying the JSON list's {len(through)} event(s) "
+           "through run.ended as they were stored, in order, with the same ids and data",
+           lambda: f"{len(seen)} message(s), the last "
+           f"{str(seen[-1:])[:200]}; the list's {len(listed)} event(s) end with "
+           f"{str(expected[-1:])[:200]}",
+           f"{_curl(exchange, None)} while it runs, POST the receipt of {call_id}: the "
+           "events after it must arrive without waiting for a keep-alive")
+
+
 @check("PRO-02", "PRO-03")
 def test_malformed_last_event_id(ctx: CheckContext) -> None:
     """A `Last-Event-ID` that is no decimal integer of at most 18 digits (letters, a sign, a

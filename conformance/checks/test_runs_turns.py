@@ -272,6 +272,7 @@ def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[...,
            f"the agent's tool {tool!r} revoked while its accepted batch waits",
            exchange.describe)
     sent_before = len(w.requests(agent))
+    pending = _pending_input(ctx, w, run_id)
     receipts = [w.finish(call_id, claim, f"arck-before-{call_id}", {"ok": True})
                 for call_id, claim in claims.items()]
     snapshot, _ = w.settle(run_id)
@@ -289,6 +290,28 @@ def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[...,
                "profile: the run ended permission_changed at its next step, no model call "
                "after the revocation", lambda: f"run {snapshot}; "
                f"{len(w.requests(agent)) - sent_before} request(s) after the revocation")
+        if pending is not None:
+            held = [kind for kind in ("formal", "execution")
+                    if pending in canonical(w.history(session, kind))]
+            expect(not held, "RUN-14", "profile: input still pending when the revocation "
+                   "ended the run enters no history (docs/runs.md, Appended input)",
+                   lambda: f"the input {pending!r} in the {' and '.join(held)} history; "
+                   f"run {snapshot}")
+
+
+def _pending_input(ctx: CheckContext, w: RunWorld, run_id: str) -> str | None:
+    """Profile, a target with the appended-input step: input appended after the revocation,
+    while the run waits for its batch (pending until the next step, which ends the run).
+    The text, or None when there is no such step or it was not taken."""
+    append = getattr(w.target, "append_input", None)
+    if ctx.profile != "reference" or not callable(append):
+        return None
+    text = f"arck input pending at a revocation {ctx.name('input')}"
+    exchange = append(run_id, text)
+    expect(200 <= exchange.status < 300, "RUN-06",
+           "input appended to a run waiting for its batch after a revocation (still active)",
+           exchange.describe)
+    return text
 
 
 # -- RUN-10: the chat-history tool ----------------------------------------------------------------

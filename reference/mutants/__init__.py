@@ -793,6 +793,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "turns:plan_after_revocation",
     ),
     (
+        "input-before-revocation",
+        "input pending when a revocation ends the run at its next step enters the histories "
+        "all the same",
+        ("RUN-14",),
+        "turns:input_before_revocation",
+    ),
+    (
         "runs-tenant-blind",
         "sessions and runs are found by id in any tenant, so another tenant reads them",
         ("AUTH-03",),
@@ -1269,6 +1276,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "the event stream sends nothing until the run has ended, then everything at once",
         ("RUN-16",),
         "events:stream_waits_for_end",
+    ),
+    (
+        "stream-polls-only",
+        "the event stream is never woken when an event is stored: it reads the store only at "
+        "its keep-alive tick, so every event of an active run arrives late",
+        ("RUN-16",),
+        "events:stream_polls_only",
     ),
     (
         "last-event-id-500",

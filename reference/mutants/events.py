@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
 from arck.reference.runtime import stream
-from arck.reference.runtime.changes import CHANGES
+from arck.reference.runtime.changes import CHANGES, Changes
 from arck.reference.runtime.modelcall import ModelClient
 from arck.reference.runtime.runstore import RunStore
 from arck.reference.runtime.service import Runtime
@@ -129,6 +129,17 @@ async def _held(runtime: Runtime, principal: Principal, run_id: str, after: int
                 yield b": keep-alive\n\n"
     async for chunk in stream.of_run(runtime, principal, run_id, after):
         yield chunk
+
+
+def _polling(runtime: Runtime, principal: Principal, run_id: str, after: int
+             ) -> AsyncIterator[bytes]:
+    """Never woken when an event is stored (a notifier nobody calls): the store is read again
+    only at each keep-alive tick, 15 s of the injected clock, so every event arrives late."""
+    return stream.sse(runtime.runs, run_id, after, runtime.clock, Changes())
+
+
+def stream_polls_only() -> FastAPI:
+    return serve(event_stream=_polling)
 
 
 def stream_waits_for_end() -> FastAPI:

@@ -1,7 +1,8 @@
 """Mutants of turns (RUN-06, RUN-10, RUN-14): one defect each, on the runtime's seams.
 
 An appended input that withdraws a batch already accepted, a chat-history tool that reads the
-execution history (receipts and all), a revocation that lets a plan in flight through.
+execution history (receipts and all), a revocation that lets a plan in flight through,
+pending input taken in before a revocation ends the run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
-from arck.reference.runtime.runstore import event
+from arck.reference.runtime import inputs
+from arck.reference.runtime.runstore import event, held
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import InputAccepted
 from arck.reference.runtime.worker import Workers
@@ -64,6 +66,21 @@ class PlanAfterRevocationWorkers(Workers):
     refused_tools = staticmethod(_nothing_refused)
 
 
+class InputBeforeRevocationWorkers(Workers):
+    """At a step, input still pending enters the histories before the revocation is looked
+    at: the run ends `permission_changed` all the same, with the input in its histories
+    (docs/runs.md, Appended input: input pending when a revocation ends the run enters none)."""
+
+    def _gate(self, run_id: str, worker: str, take_inputs: bool) -> bool:
+        if take_inputs:
+            with self.store.transaction() as db:
+                row = db.execute("SELECT session_id FROM runs WHERE id = ?",
+                                 (run_id,)).fetchone()
+                if row is not None and held(db, run_id, worker):
+                    inputs.take(db, run_id, str(row[0]), self.clock.now())
+        return super()._gate(run_id, worker, take_inputs)
+
+
 def input_revokes_batch() -> FastAPI:
     return serve(runtime_class=InputRevokesBatchRuntime)
 
@@ -74,3 +91,7 @@ def execution_chat_history() -> FastAPI:
 
 def plan_after_revocation() -> FastAPI:
     return serve(workers_class=PlanAfterRevocationWorkers)
+
+
+def input_before_revocation() -> FastAPI:
+    return serve(workers_class=InputBeforeRevocationWorkers)

@@ -21,7 +21,7 @@ from arck.reference.auth import Principal
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock, woken_or_timeout
 from arck.reference.errors import ValidationFailed
-from arck.reference.runtime.changes import CHANGES
+from arck.reference.runtime.changes import CHANGES, Changes
 from arck.reference.runtime.runstore import RunStore
 
 if TYPE_CHECKING:
@@ -74,8 +74,11 @@ def of_run(runtime: Runtime, principal: Principal, run_id: str, after: int
     return sse(runtime.runs, run_id, after, runtime.clock)
 
 
-async def sse(runs: RunStore, run_id: str, after: int, clock: Clock) -> AsyncIterator[bytes]:
-    with CHANGES.watch(run_id) as changed:
+async def sse(runs: RunStore, run_id: str, after: int, clock: Clock,
+              changes: Changes = CHANGES) -> AsyncIterator[bytes]:
+    """The stream; `changes` wakes it when the run's events are stored (the process's own
+    notifier: `runstore.event` calls it)."""
+    with changes.watch(run_id) as changed:
         while True:
             changed.clear()
             ended = _ended(runs, run_id)  # read before the events: run.ended is among them

@@ -19,7 +19,10 @@ import uvicorn
 
 from arck.reference.app import create_app
 from arck.reference.clock import DEFAULT_START, ManualClock
+from arck.reference.runtime import stream
+from arck.reference.runtime.changes import Changes
 from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, script_tag
+from arck.simulator.target import HttpTarget, TargetInfo
 
 FULL = {"Authorization": "Bearer arck-dev-full"}
 STREAM = {**FULL, "Accept": "text/event-stream"}
@@ -31,11 +34,11 @@ SCHEMA = {"type": "object"}
 
 
 class Served:
-    def __init__(self, *, test_clock: bool = True) -> None:
+    def __init__(self, *, test_clock: bool = True, **options: Any) -> None:
         self.clock = ManualClock()
         self.provider = SimulatedProvider(clock=self.clock)
         app = create_app(clock=self.clock if test_clock else None, test_clock=test_clock,
-                         provider_transport=self.provider.async_transport())
+                         provider_transport=self.provider.async_transport(), **options)
         sock = listen("127.0.0.1", 0)
         self.server = uvicorn.Server(uvicorn.Config(app, loop="asyncio", log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
@@ -243,3 +246,35 @@ def test_serve_test_clock_over_http(tmp_path: Any) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.parametrize("woken", [True, False], ids=["reference", "stream-polls-only"])
+def test_watch_event_stream_over_a_socket(woken: bool) -> None:
+    """The target step `watch_event_stream` over a URL: a reader thread holds the stream
+    while `during` moves the test clock and the run completes. The reference's stream sends
+    the events as they are stored, through run.ended; one woken only at its keep-alive tick
+    (15 s, never reached) sends nothing more, and the step gives up at the read timeout."""
+    def polling(runtime: Any, principal: Any, run_id: str, after: int) -> Any:
+        return stream.sse(runtime.runs, run_id, after, runtime.clock, Changes())
+
+    s = Served() if woken else Served(event_stream=polling)
+    try:
+        s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=10)])])
+        run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+        wait_state(s, run_id, "running")
+        stored = len(s.client.get(f"/v1/runs/{run_id}/events").json()["events"])
+        target = HttpTarget(httpx.Client(base_url=s.url, timeout=2),
+                            TargetInfo("t", "url", s.url, "reference"),
+                            {"full": "arck-dev-full"})
+        moved: list[float] = []
+        exchange = target.watch_event_stream(run_id, stored, lambda: moved.append(
+            s.advance(10)))
+        target.close()
+        assert moved == [DEFAULT_START + 10]
+        assert exchange.status == 200
+        events = [m["event"] for m in read_events(iter(exchange.body.decode().split("\n")))]
+        assert events[:stored] == ["run.created", "run.queued", "run.started",
+                                   "model_call.started"][:stored]
+        assert (events[-2:] == ["model_call.finished", "run.ended"]) is woken
+    finally:
+        s.close()

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from arck.simulator.asgi import SyncASGITransport
 from arck.simulator.clock import until_idle
-from arck.simulator.target import first_event_read
+from arck.simulator.target import first_event_read, read_through
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -32,7 +32,9 @@ class App:
         self.app = Starlette(routes=[
             Route("/events", self.events), Route("/silent", self.silent),
             Route("/json", self.json), Route("/stuck", self.stuck),
+            Route("/live", self.live), Route("/poke", self.poke, methods=["POST"]),
         ])
+        self.poked = asyncio.Event()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
@@ -59,6 +61,18 @@ class App:
 
     async def json(self, request: Request) -> Response:
         return JSONResponse({"events": []})
+
+    async def live(self, request: Request) -> Response:
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"id: 1\nevent: a\ndata: {}\n\n"
+            await self.poked.wait()
+            yield b"id: 2\nevent: b\ndata: {}\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    async def poke(self, request: Request) -> Response:
+        self.poked.set()
+        return JSONResponse({})
 
     async def stuck(self, request: Request) -> Response:
         await asyncio.Event().wait()  # deaf to the disconnect, never answers
@@ -141,3 +155,23 @@ def test_first_event_read(chunk: bytes, read: bool) -> None:
     sse = [(b"content-type", b"text/event-stream; charset=utf-8")]
     assert first_event_read(sse, chunk) is read
     assert first_event_read([(b"content-type", b"application/json")], b"{") is True
+
+
+@pytest.mark.parametrize("poke", [True, False])
+def test_during_runs_with_the_answer_open_and_what_it_causes_is_read(
+    served: tuple[App, SyncASGITransport, list[str]], poke: bool,
+) -> None:
+    """`during` runs once the app is idle, its requests answered by the same loop while the
+    stream stays open; what they make the stream send is read, then the app is idle again."""
+    _, transport, _ = served
+    answers: list[int] = []
+
+    def during() -> None:
+        if poke:
+            answers.append(transport.handle_request(
+                httpx.Request("POST", "http://app.invalid/poke")).status_code)
+
+    response = transport.hang_up(_get("/live"), read_through(None), during)
+    first, second = b"id: 1\nevent: a\ndata: {}\n\n", b"id: 2\nevent: b\ndata: {}\n\n"
+    assert response.content == (first + second if poke else first)
+    assert answers == ([200] if poke else [])
