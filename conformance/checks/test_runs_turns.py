@@ -26,7 +26,7 @@ from arck.conformance.runworld import (
     world,
 )
 from arck.simulator.provider import SlowAnswer, Step, ToolCall, script_tag
-from arck.simulator.target import Exchange
+from arck.simulator.target import Exchange, ExecutorTarget
 
 FUNDS = 10**12
 IN_FLIGHT_S = 10.0  # the delayed answer: well inside the channel's 30 s timeout
@@ -250,7 +250,30 @@ def test_revoked_permission_stops_dispatch(ctx: CheckContext) -> None:
                [c.get("state") for c in listed] == ["revoked"], "RUN-14",
                "profile: the run ended permission_changed, its call listed `revoked`",
                lambda: f"run {snapshot}; calls {canonical(listed)[:300]}")
+    _never_claimed(ctx, w, listed)
     _revoked_while_waiting(ctx, w, revoke)
+
+
+def _never_claimed(ctx: CheckContext, w: RunWorld, listed: list[dict[str, Any]]) -> None:
+    """A call of the refused plan cannot be claimed, nor answered, by an executor holding its
+    binding (profile: 409, its state, never 403: docs/runs.md, Permission revocation)."""
+    if not isinstance(w.target, ExecutorTarget):
+        return
+    for call in listed:
+        call_id = str(call.get("call_id"))
+        claimed = w.executors().claim(call_id, w.executor())
+        expect(not 200 <= claimed.status < 300, "RUN-14",
+               f"no claim of call {call_id} of a plan answered after its tool was revoked",
+               claimed.describe)
+        if ctx.profile != "reference":
+            continue
+        receipt = w.target.submit_receipt(call_id, {
+            "receipt_id": f"arck-revoked-{call_id}", "claim_id": "cl-000000",
+            "kind": "completed", "result": {}}, role=w.executor())
+        expect(claimed.status == 409 and receipt.status == 409, "RUN-14",
+               f"profile: a claim of revoked call {call_id}, and a receipt for it, from an "
+               "executor holding its binding answered 409 (its state), not 403",
+               f"claim {claimed.describe()}; receipt {receipt.describe()}")
 
 
 def _revoked_while_waiting(ctx: CheckContext, w: RunWorld, revoke: Callable[..., Exchange]) -> None:

@@ -800,6 +800,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "turns:input_before_revocation",
     ),
     (
+        "revoked-call-unbound",
+        "a refused plan's calls lose their tool's binding: an executor holding it is told "
+        "403 (outside its scope) instead of 409 (the call's state)",
+        ("RUN-14",),
+        "turns:revoked_call_unbound",
+    ),
+    (
         "runs-tenant-blind",
         "sessions and runs are found by id in any tenant, so another tenant reads them",
         ("AUTH-03",),

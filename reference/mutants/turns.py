@@ -2,20 +2,22 @@
 
 An appended input that withdraws a batch already accepted, a chat-history tool that reads the
 execution history (receipts and all), a revocation that lets a plan in flight through,
-pending input taken in before a revocation ends the run.
+pending input taken in before a revocation ends the run, a refused plan's calls stored without
+their binding.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
-from arck.reference.runtime import inputs
+from arck.reference.runtime import inputs, revocations
 from arck.reference.runtime.runstore import event, held
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import InputAccepted
@@ -81,6 +83,20 @@ class InputBeforeRevocationWorkers(Workers):
         return super()._gate(run_id, worker, take_inputs)
 
 
+def _refused_unbound(
+    db: sqlite3.Connection, run_id: str, worker: str, call_id: str,
+    calls: list[dict[str, Any]], why: list[str], at: float, bindings: Mapping[str, str],
+) -> None:
+    revocations.refuse_plan(db, run_id, worker, call_id, calls, why, at, {})
+
+
+class RevokedCallUnboundWorkers(Workers):
+    """A refused plan's calls are stored without their tool's binding: an executor holding
+    it is told 403 (outside its scope) for a claim or receipt, not 409 (the call's state)."""
+
+    refuse_plan = staticmethod(_refused_unbound)
+
+
 def input_revokes_batch() -> FastAPI:
     return serve(runtime_class=InputRevokesBatchRuntime)
 
@@ -95,3 +111,7 @@ def plan_after_revocation() -> FastAPI:
 
 def input_before_revocation() -> FastAPI:
     return serve(workers_class=InputBeforeRevocationWorkers)
+
+
+def revoked_call_unbound() -> FastAPI:
+    return serve(workers_class=RevokedCallUnboundWorkers)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from arck.reference.runtime.runstore import RunStore, event
@@ -76,17 +77,21 @@ def refused(
 
 def refuse_plan(
     db: sqlite3.Connection, run_id: str, worker: str, call_id: str,
-    calls: list[dict[str, Any]], why: list[str], at: float,
+    calls: list[dict[str, Any]], why: list[str], at: float, bindings: Mapping[str, str],
 ) -> None:
-    """The plan is never dispatchable: its calls are listed `revoked`, the run ends."""
+    """The plan is never dispatchable: its calls are listed `revoked`, the run ends. Each
+    keeps its tool's binding, so an executor holding it is told 409 (the call's state), not
+    403 (docs/executors.md)."""
     ids = []
     for call in calls:
         function = call.get("function") or {}
+        name = str(function.get("name", ""))
         ids.append(Store.insert(
             db, "tool_calls", "tc",
-            ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget", "state"),
-            (run_id, call_id, str(call.get("id", "")), str(function.get("name", "")),
-             str(function.get("arguments", "")), 0, "revoked")))
+            ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget", "state",
+             "binding_id"),
+            (run_id, call_id, str(call.get("id", "")), name,
+             str(function.get("arguments", "")), 0, "revoked", bindings.get(name))))
     event(db, run_id, "tool_plan.refused", at, call_id=call_id, call_ids=ids, revoked=why)
     RunStore.end(db, run_id, "permission_changed", at, worker=worker)
 

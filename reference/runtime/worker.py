@@ -289,6 +289,7 @@ class Workers:
     # Seams of turns: what the chat-history tool returns (RUN-10), why a plan is refused (RUN-14).
     chat_history = staticmethod(chathistory.answer)
     refused_tools = staticmethod(revocations.refused)
+    refuse_plan = staticmethod(revocations.refuse_plan)  # RUN-14: a plan never dispatchable
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
@@ -418,7 +419,8 @@ class Workers:
             names = [str(c.get("function", {}).get("name", "")) for c in calls]
             why = self.refused_tools(db, run_id, session.tenant, session.agent_id, names)
             if why:
-                revocations.refuse_plan(db, run_id, worker, call_id, calls, why, at)
+                self.refuse_plan(db, run_id, worker, call_id, calls, why, at,
+                                 self._bindings(session))
                 return
             if waiting:
                 inputs.discard_plan(db, run_id, call_id, calls, at)
