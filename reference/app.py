@@ -191,6 +191,10 @@ def create_app(
         title="arck reference engine",
         version=PROTOCOL_REVISION,
         description="The reference profile of the agent runtime protocol (docs/profile.md).",
+        # No interactive pages (/docs, /redoc): every route but /openapi.json needs a
+        # credential (docs/profile.md), and those pages load their scripts from a CDN anyway.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.engine = engine
     bearer: Any = Security(

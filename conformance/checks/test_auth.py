@@ -11,6 +11,9 @@ from arck.conformance.context import CheckContext
 from arck.conformance.judge import refused
 from arck.simulator.target import Exchange
 
+# Interactive pages a web framework serves by default (FastAPI's among them).
+PAGES = ("/docs", "/redoc", "/docs/oauth2-redirect")
+
 
 def _operations(ctx: CheckContext) -> list[tuple[str, str]]:
     """Every operation the target documents, with path parameters filled in."""
@@ -44,6 +47,13 @@ def test_every_endpoint_needs_credentials(ctx: CheckContext) -> None:
         forged = ctx.target.request(method, path, content=body, role="forged")
         expect(refused(forged), "AUTH-01", f"{method} {path} with an unknown token refused",
                forged.describe)
+    if ctx.profile != "reference":
+        return  # pages outside the API (interactive docs) are the profile's decision
+    for path in PAGES:
+        anonymous = ctx.target.request("GET", path, role="none")
+        expect(not 200 <= anonymous.status < 400, "AUTH-01", f"profile: GET {path} without "
+               "credentials answers no page (only /openapi.json is public)",
+               anonymous.describe)
 
 
 @check("AUTH-03")

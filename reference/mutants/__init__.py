@@ -315,6 +315,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "access:anonymous_reads",
     ),
     (
+        "interactive-pages-public",
+        "FastAPI's /docs and /redoc pages answer without a credential",
+        ("AUTH-01",),
+        "access:interactive_pages_public",
+    ),
+    (
         "validation-before-permission",
         "dry-run bodies validated (422) before permission (403)",
         ("PRO-02",),

@@ -112,3 +112,23 @@ def anonymous_reads() -> FastAPI:
     middleware: Any = AnonymousReads  # starlette types the factory loosely
     app.add_middleware(middleware)
     return app
+
+
+def interactive_pages_public() -> FastAPI:
+    """FastAPI's default interactive pages (`/docs`, `/redoc`) served without a credential:
+    routes outside the document, which the profile keeps closed (only /openapi.json is)."""
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse
+
+    app = serve()
+
+    async def swagger(request: Request) -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="arck")
+
+    async def redoc(request: Request) -> HTMLResponse:
+        return get_redoc_html(openapi_url="/openapi.json", title="arck")
+
+    app.add_route("/docs", swagger, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
+    return app

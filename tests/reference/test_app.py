@@ -456,6 +456,14 @@ def test_unexpected_errors_keep_the_error_shape() -> None:
 # -- OpenAPI ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", ["/docs", "/redoc", "/docs/oauth2-redirect"])
+def test_no_interactive_pages_are_served(client: HttpClient, path: str) -> None:
+    """/openapi.json is the only public route (docs/profile.md): these pages are unknown
+    paths, 401 without a credential and 404 with one."""
+    assert client.get(path, headers={"Authorization": ""}).status_code == 401
+    assert client.get(path, headers={"Authorization": "Bearer arck-dev-full"}).status_code == 404
+
+
 def test_openapi_is_public_and_complete(client: HttpClient) -> None:
     response = client.get("/openapi.json")
     assert response.status_code == 200
