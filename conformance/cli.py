@@ -571,17 +571,29 @@ def simulate_provider(
     port: Annotated[int, typer.Option(help="Port (0: any free one).")],
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     seed: Annotated[int, typer.Option(help="Seed for the default answers' words.")] = 0,
+    script: Annotated[Path | None, typer.Option(
+        help="Script file (YAML/JSON): scripts, models, context_windows (docs/provider.md).",
+    )] = None,
 ) -> None:
     """Serve the simulated model provider (OpenAI chat completions, docs/provider.md)."""
     from arck.simulator.clock import RealClock
     from arck.simulator.provider import SimulatedProvider, serve
+    from arck.simulator.provider.scriptfile import load_script_file
+
+    provider = SimulatedProvider(clock=RealClock(), seed=seed)
+    scripted = ""
+    if script is not None:
+        loaded = load_script_file(script)  # a UsageError: the message, exit 2
+        loaded.install(provider)
+        scripted = (f"; {script}: {len(loaded.scripts)} script(s), "
+                    f"{len(loaded.models)} model script(s)")
 
     def announce(url: str) -> None:
-        typer.echo(f"arck simulated provider on {url} (seed {seed})")
+        typer.echo(f"arck simulated provider on {url} (seed {seed}{scripted})")
         typer.echo(f"point an engine's OpenAI base URL at it; lookups: {url}/arck/requests")
 
     try:
-        serve(SimulatedProvider(clock=RealClock(), seed=seed), host, port, announce)
+        serve(provider, host, port, announce)
     except OSError as exc:
         console.print(f"arck simulate provider: cannot listen on {host}:{port}: {exc}")
         raise typer.Exit(EXIT_USAGE) from None

@@ -42,8 +42,8 @@ __all__ = [
 
 REQUEST_INPUT = "arck_request_input"
 REQUEST_APPROVAL = "arck_request_approval"
-_NAME = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}"
-_TAG = re.compile(r"\[arck-script:(" + _NAME + r")\]")
+SCRIPT_NAME = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}"
+_TAG = re.compile(r"\[arck-script:(" + SCRIPT_NAME + r")\]")
 
 
 class ScriptError(UsageError):
@@ -218,7 +218,7 @@ class Step(_Data):
 
 
 class Script(_Data):
-    name: Annotated[str, Field(pattern="^" + _NAME + "$")]
+    name: Annotated[str, Field(pattern="^" + SCRIPT_NAME + "$")]
     steps: Sequence[Step]
 
     @field_validator("steps")

@@ -7,16 +7,14 @@ scenarios. A malformed file is a usage error (exit 2), never a traceback.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from arck.simulator.errors import UsageError
 from arck.simulator.scenario.model import Scenario
+from arck.simulator.yamlmodel import parse_model
 
 __all__ = [
     "SCENARIOS_DIR",
@@ -34,9 +32,6 @@ __all__ = [
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 SCHEMA_PATH = SCENARIOS_DIR / "scenario.schema.json"
 
-Path_ = tuple[int | str, ...]
-
-
 class ScenarioError(UsageError):
     """A scenario file that cannot be read or does not validate (exit 2)."""
 
@@ -53,88 +48,10 @@ def schema_text() -> str:
     return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _lines(node: yaml.Node, path: Path_, found: dict[Path_, int], where: str) -> None:
-    """Record the line of every value, and refuse a key given twice in one mapping."""
-    found[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        keys: set[Any] = set()
-        for key, value in node.value:
-            if key.value in keys:
-                raise ScenarioError(
-                    f"{where}:{key.start_mark.line + 1}: {_spell((*path, key.value))}: "
-                    "given twice"
-                )
-            keys.add(key.value)
-            _lines(value, (*path, key.value), found, where)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _lines(item, (*path, index), found, where)
-
-
-def _spell(location: Sequence[int | str]) -> str:
-    spelled = ""
-    for part in location:
-        spelled += f"[{part}]" if isinstance(part, int) else ("." if spelled else "") + part
-    return spelled or "(scenario)"
-
-
-def _locate(location: Sequence[int | str], lines: dict[Path_, int]) -> tuple[str, int | None]:
-    """The field path to show for a pydantic error location, and its line in the file.
-
-    Union tags are not fields: an action's tag repeats its key (`receipt.receipt`) and a
-    fault's is its kind (`faults[0].slow`); both are left out of the path shown.
-    """
-    path: Path_ = ()
-    shown: list[int | str] = []
-    for index, part in enumerate(location):
-        if (*path, part) in lines:
-            path = (*path, part)
-        elif index and location[index - 1] == part:
-            continue  # an action's tag, then its key
-        elif index >= 2 and location[index - 2] == "faults":
-            continue  # a fault's kind
-        shown.append(part)
-    return _spell(shown), lines.get(path)
-
-
-_MESSAGE_PATH = re.compile(r"^([a-z_]+(?:\[\d+\]|\.[A-Za-z0-9_-]+)*): (.*)$", re.S)
-
-
-def _message_path(message: str) -> tuple[Path_, str]:
-    """A model-level error spells its own path at the start of its message."""
-    found = _MESSAGE_PATH.match(message)
-    if found is None:
-        return (), message
-    parts = re.findall(r"\[(\d+)\]|([A-Za-z0-9_-]+)", found.group(1))
-    return tuple(int(i) if i else name for i, name in parts), found.group(2)
-
-
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
     """A scenario from YAML text, or ScenarioError: `FILE:LINE: field.path: what is wrong`."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(f"{where}{line}: not valid YAML: {problem}") from None
-    if not isinstance(data, dict) or node is None:
-        raise ScenarioError(f"{where}: a scenario is a YAML mapping (name, description, ...)")
-    lines: dict[Path_, int] = {}
-    _lines(node, (), lines, where)
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            message = error["msg"].removeprefix("Value error, ")
-            location: Sequence[int | str] = error["loc"]
-            if not location:
-                location, message = _message_path(message)
-            shown, at = _locate(location, lines)
-            problems.append(f"{where}:{at or 1}: {shown}: {message}")
-        raise ScenarioError("\n".join(problems)) from None
+    return parse_model(text, where, Scenario, ScenarioError,
+                       "a scenario is a YAML mapping (name, description, ...)")
 
 
 class _Plain(yaml.SafeDumper):
