@@ -554,10 +554,15 @@ def _serve_problem(
                 db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)
                 try:
                     db.execute("PRAGMA schema_version").fetchone()
+                    # A damaged page would only show when a request reaches it: look now.
+                    found = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)")]
                 finally:
                     db.close()
             except sqlite3.Error as exc:
                 return f"--db {database}: not a usable SQLite database ({exc})"
+            if found != ["ok"]:
+                return (f"--db {database}: the database is damaged (PRAGMA quick_check: "
+                        f"{'; '.join(found)}); restore it from a backup, or give a new file")
     return None
 
 

@@ -9,6 +9,8 @@ document only, and two dependencies run in order: the caller (401, then 403), th
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -56,9 +58,12 @@ from arck.reference.runtime.runstore import RunStore
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.stream import EventStream, of_run
 from arck.reference.runtime.worker import Workers
+from arck.reference.storagefaults import is_storage_fault, unavailable
 from arck.reference.store import Store
 
 __all__ = ["ReferenceApp", "create_app"]
+
+_log = logging.getLogger("arck.reference")
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     BindingCreate,
@@ -77,6 +82,9 @@ _ERROR_TEXT = {
     409: "In conflict with the resource's state (conflict, executor_offline).",
     413: "The body is over 8 MiB (body_too_large).",
     422: "Well-formed but invalid (validation_failed, removed_field, unknown_binding).",
+    503: "The engine's storage is unavailable (a full disk, a read-only file, another "
+         "process's lock): nothing was stored; send it again after Retry-After "
+         "(storage_unavailable).",
 }
 _HTTP_CODES = {
     400: "invalid_json",
@@ -139,6 +147,14 @@ class ReferenceApp(FastAPI):
                     del operation["responses"]["422"]
         schemas.pop("HTTPValidationError", None)
         schemas.pop("ValidationError", None)
+        # Any operation may meet a storage fault (storagefaults.py): 503, Retry-After.
+        unavailable = {"description": _ERROR_TEXT[503], "headers": {"Retry-After": {
+            "description": "seconds to wait before sending the request again",
+            "schema": {"type": "integer"}}}, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+        for item in doc.get("paths", {}).values():
+            for operation in item.values():
+                operation.setdefault("responses", {}).setdefault("503", unavailable)
         self.openapi_schema = doc
         return doc
 
@@ -430,9 +446,24 @@ def _install_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return _error_response(InternalError("internal error; this is a bug in arck"))
+        _log.error("a bug answering %s %s", request.method, request.url.path, exc_info=exc)
+        answer = _error_response(InternalError("internal error; this is a bug in arck"))
+        # The server drops the connection after an unhandled error: say so, so a client
+        # knows its next request needs a new one (and that this one was answered).
+        answer.headers["Connection"] = "close"
+        return answer
+
+    async def storage(request: Request, exc: Exception) -> JSONResponse:
+        """A storage fault is the operator's condition: 503 with Retry-After, the real cause
+        logged, the connection kept (storagefaults.py); other SQLite errors are bugs."""
+        if not is_storage_fault(exc):
+            return await unexpected(request, exc)
+        _log.warning("storage fault answering %s %s: %s: %s", request.method,
+                     request.url.path, getattr(exc, "sqlite_errorname", "?"), exc)
+        return _error_response(unavailable(exc))
 
     app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(sqlite3.Error, storage)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, unexpected)

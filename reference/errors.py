@@ -20,6 +20,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "RemovedField",
+    "StorageUnavailable",
     "Unauthorized",
     "UnknownBinding",
     "ValidationFailed",
@@ -55,6 +56,14 @@ def _printable(text: str) -> str:
 
 class InternalError(ApiError):
     """Never raised on purpose: the shape of the catch-all 500 answer."""
+
+
+class StorageUnavailable(ApiError):
+    """The storage refused (a full disk, a read-only file, another process's lock): the
+    operator's condition, retryable; nothing of the request was stored (storagefaults.py)."""
+
+    status = 503
+    code = "storage_unavailable"
 
 
 class InvalidJSON(ApiError):

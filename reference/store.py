@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence, Sized
@@ -18,10 +19,12 @@ from typing import Any, TypeVar
 
 from arck.reference.models import AgentVersion, Binding, PublishedTool, ToolSet
 from arck.reference.runtime.wire import Channel, ChannelCreate
+from arck.reference.storagefaults import BUSY_TIMEOUT_S, is_storage_fault
 
 __all__ = ["Store"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger("arck.reference")
 _Queued = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]
 # How many turns of the event loop a group waits at most for what else is ready to run.
 _GROUP_TURNS = 16
@@ -62,7 +65,10 @@ class Store:
         # Called inside every write transaction just before its COMMIT: the crash tests'
         # seam (reference/crashpoint.py); None in every ordinary use.
         self.before_commit: Callable[[], None] | None = None
-        self._db = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+        # A short busy timeout: the store runs on the event loop's thread, so waiting out
+        # another process's lock would stall every request (storagefaults.py: 503 instead).
+        self._db = sqlite3.connect(database, check_same_thread=False, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_S)
         with self._lock:
             self._db.executescript(_SCHEMA)
             for table in _IMMUTABLE:
@@ -75,17 +81,27 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE): committed whole or rolled back whole."""
+        """One write transaction (BEGIN IMMEDIATE): committed whole or rolled back whole. A
+        COMMIT that fails (a full disk) leaves nothing open: the next one starts clean."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                if self.before_commit is not None:
+                    self.before_commit()
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
-            if self.before_commit is not None:
-                self.before_commit()
-            self._db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Roll back what is still open; SQLite may have rolled it back itself already (after
+        SQLITE_FULL or an I/O error), and a failing ROLLBACK must not hide the first error."""
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                _log.exception("ROLLBACK failed after an error in a transaction")
 
     async def grouped(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """`work` in a savepoint of one write transaction with the other `grouped` work queued
@@ -127,18 +143,17 @@ class Store:
                         self._db.execute("SAVEPOINT grouped")
                         try:
                             outcomes.append((work(self._db), None))
-                        except Exception as exc:  # this work's answer, not the group's failure
-                            self._db.execute("ROLLBACK TO grouped")
+                        except Exception as exc:
+                            if is_storage_fault(exc) or not self._db.in_transaction:
+                                raise  # the storage failed: the whole group with it
+                            self._db.execute("ROLLBACK TO grouped")  # this work's answer
                             outcomes.append((None, exc))
                         self._db.execute("RELEASE grouped")
-                    if not self._db.in_transaction:  # SQLite rolled it back after an error
-                        raise sqlite3.OperationalError("the group's transaction was rolled back")
                     if self.before_commit is not None:
                         self.before_commit()
                     self._db.execute("COMMIT")
                 except BaseException:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    self._rollback()
                     raise
         except Exception as exc:
             outcomes = [(None, exc)] * len(queued)

@@ -45,6 +45,7 @@ from arck.reference.runtime.prepared import PreparedMessages
 from arck.reference.runtime.reconcile import Reconciler
 from arck.reference.runtime.runstore import Claim, RunStore, SessionRow, append, event, held
 from arck.reference.runtime.wallets import Wallets
+from arck.reference.storagefaults import is_storage_fault
 from arck.reference.store import Store
 
 __all__ = ["LEASE_SECONDS", "MAX_RETRIES", "REQUEST_APPROVAL", "REQUEST_INPUT",
@@ -58,6 +59,8 @@ LEASE_SECONDS = 15.0
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MAX_RETRIES = 3  # per step: at most 4 calls for one request
 RETRY_AFTER_CAP_S = 60.0  # a provider's retry-after is honoured up to this
+FAULT_BACKOFF_S = 0.5  # a worker's first wait after a storage fault (then doubled)
+FAULT_BACKOFF_CAP_S = 15.0
 _log = logging.getLogger("arck.reference")
 
 
@@ -119,15 +122,30 @@ class Workers:
         self._tasks = []
 
     async def _loop(self, name: str) -> None:
+        """Claim, work, reconcile, idle; for ever. An error (a storage fault: a full disk,
+        another process's lock) never ends the loop: it waits, doubling from
+        `FAULT_BACKOFF_S` up to `FAULT_BACKOFF_CAP_S` on the injected clock, and goes on by
+        itself once the storage answers again (no request needed)."""
         assert self._wake is not None
         assert self.reconciler is not None
+        backoff = FAULT_BACKOFF_S
         while True:
-            self._wake.clear()
-            claim = self.runs.claim(name, self.clock.now(), self.lease_seconds)
-            if claim is not None:
-                await self._hold(claim, name)
-            elif not await self.reconciler.reconcile_due():
-                await self._idle()
+            try:
+                self._wake.clear()
+                claim = self.runs.claim(name, self.clock.now(), self.lease_seconds)
+                if claim is not None:
+                    await self._hold(claim, name)
+                elif not await self.reconciler.reconcile_due():
+                    await self._idle()
+                backoff = FAULT_BACKOFF_S
+            except Exception as exc:
+                if is_storage_fault(exc):
+                    _log.warning("worker %s: storage fault (%s), again in %g s", name, exc,
+                                 backoff)
+                else:
+                    _log.exception("worker %s failed, again in %g s", name, backoff)
+                await self.clock.sleep(backoff)
+                backoff = min(backoff * 2, FAULT_BACKOFF_CAP_S)
 
     async def _hold(self, claim: Claim, name: str) -> None:
         """Work on a claimed run while renewing its lease; a takeover checks first (RUN-12)."""

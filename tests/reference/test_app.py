@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -445,6 +446,19 @@ def test_unexpected_errors_keep_the_error_shape() -> None:
     class Broken(Engine):
         def get_binding(self, principal: Any, binding_id: str) -> Any:
             raise RuntimeError("boom")
+
+    transport = SyncASGITransport(create_app(Broken()))
+    with HttpClient(transport=transport, base_url="http://reference.test") as broken:
+        response = broken.get("/v1/bindings/x", headers=FULL)
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error"
+    assert response.headers["connection"] == "close"  # the server drops it after a bug
+
+
+def test_an_sqlite_error_that_is_no_storage_fault_is_a_bug() -> None:
+    class Broken(Engine):
+        def get_binding(self, principal: Any, binding_id: str) -> Any:
+            raise sqlite3.OperationalError("no such table: bindings")  # a bug of ours
 
     transport = SyncASGITransport(create_app(Broken()))
     with HttpClient(transport=transport, base_url="http://reference.test") as broken:

@@ -8,20 +8,19 @@ socket shows that events arrive while the run is still going. Engine and provide
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from servekit import Threaded
 
 from arck.reference.app import create_app
 from arck.reference.clock import DEFAULT_START, ManualClock
 from arck.reference.runtime import stream
 from arck.reference.runtime.changes import Changes
-from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step, listen, script_tag
+from arck.simulator.provider import SimulatedProvider, SlowAnswer, Step
 from arck.simulator.target import HttpTarget, TargetInfo
 
 FULL = {"Authorization": "Bearer arck-dev-full"}
@@ -33,54 +32,19 @@ CHANNEL = {"name": "main", "model": "sim-1", "input_capacity": 100_000,
 SCHEMA = {"type": "object"}
 
 
-class Served:
+class Served(Threaded):
     def __init__(self, *, test_clock: bool = True, **options: Any) -> None:
         self.clock = ManualClock()
         self.provider = SimulatedProvider(clock=self.clock)
-        app = create_app(clock=self.clock if test_clock else None, test_clock=test_clock,
-                         provider_transport=self.provider.async_transport(), **options)
-        sock = listen("127.0.0.1", 0)
-        self.server = uvicorn.Server(uvicorn.Config(app, loop="asyncio", log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
-        self.thread.start()
-        self.sock = sock
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.client = httpx.Client(base_url=self.url, headers=FULL, timeout=10)
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-
-    def post(self, path: str, body: Any, status: int = 201) -> Any:
-        response = self.client.post(path, json=body)
-        assert response.status_code == status, response.text
-        return response.json()
+        super().__init__(create_app(
+            clock=self.clock if test_clock else None, test_clock=test_clock,
+            provider_transport=self.provider.async_transport(), **options))
 
     def advance(self, seconds: float) -> float:
         now: float = self.post("/v1/test-control/clock", {"advance_seconds": seconds}, 200)["now"]
         return now
 
-    def session(self, script: str) -> str:
-        binding = self.post("/v1/bindings", {"name": "orders"})
-        tool = {"name": "lookup", "description": "Read an order.",
-                "binding_id": binding["binding_id"], "input_schema": SCHEMA,
-                "output_schema": SCHEMA, "max_result_context_bytes": 1024}
-        tool_set = self.post("/v1/tool-sets", {"name": "t", "tools": [tool]})
-        channel = self.post("/v1/channels", CHANNEL)
-        version = self.post("/v1/agents/agent-1/versions", {
-            "tool_set_id": tool_set["tool_set_id"], "channel_id": channel["channel_id"],
-            "system_prompt": f"You help. {script_tag(script)}"})
-        wallet = self.post("/v1/wallets", {"name": "w"})
-        self.post(f"/v1/wallets/{wallet['wallet_id']}/deposits", {"amount": 10**9}, 200)
-        answer = self.post("/v1/sessions", {"agent_version": version["agent_version"],
-                                            "wallet_id": wallet["wallet_id"]})
-        return str(answer["session_id"])
 
-    def close(self) -> None:
-        self.client.close()
-        self.server.should_exit = True
-        self.thread.join()
-        self.sock.close()
 
 
 @pytest.fixture
@@ -125,7 +89,7 @@ def test_events_stream_resume_after_last_event_id_and_a_dropped_stream_cancels_n
 ) -> None:
     s = served
     s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=10)])])
-    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    run_id = s.post(f"/v1/sessions/{s.session('s', CHANNEL)}/runs", {"input": "Hello"})["run_id"]
     path = f"/v1/runs/{run_id}/events"
     with s.client.stream("GET", path, headers=STREAM) as response:
         assert response.status_code == 200
@@ -154,7 +118,7 @@ def test_events_stream_resume_after_last_event_id_and_a_dropped_stream_cancels_n
 def test_a_stream_follows_a_live_run_with_keep_alives_on_the_clock(served: Served) -> None:
     s = served
     s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=20)])])
-    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    run_id = s.post(f"/v1/sessions/{s.session('s', CHANNEL)}/runs", {"input": "Hello"})["run_id"]
     wait_state(s, run_id, "running")
     with s.client.stream("GET", f"/v1/runs/{run_id}/events",
                          headers={**STREAM, "Last-Event-ID": "2"}) as response:
@@ -180,7 +144,7 @@ def test_stream_errors_and_the_clock_capability(served: Served) -> None:
     s = served
     assert s.client.get("/v1/runs/run-999999/events", headers=STREAM).status_code == 404
     s.provider.add_script("s", [Step(text="Done.")])
-    run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+    run_id = s.post(f"/v1/sessions/{s.session('s', CHANNEL)}/runs", {"input": "Hello"})["run_id"]
     bad = s.client.get(f"/v1/runs/{run_id}/events", headers={**STREAM, "Last-Event-ID": "x"})
     assert (bad.status_code, bad.json()["error"]["path"]) == (422, "Last-Event-ID")
     anonymous = httpx.post(f"{s.url}/v1/test-control/clock", json={"advance_seconds": 1})
@@ -260,7 +224,8 @@ def test_watch_event_stream_over_a_socket(woken: bool) -> None:
     s = Served() if woken else Served(event_stream=polling)
     try:
         s.provider.add_script("s", [Step(text="Done.", faults=[SlowAnswer(seconds=10)])])
-        run_id = s.post(f"/v1/sessions/{s.session('s')}/runs", {"input": "Hello"})["run_id"]
+        session_id = s.session("s", CHANNEL)
+        run_id = s.post(f"/v1/sessions/{session_id}/runs", {"input": "Hello"})["run_id"]
         wait_state(s, run_id, "running")
         stored = len(s.client.get(f"/v1/runs/{run_id}/events").json()["events"])
         target = HttpTarget(httpx.Client(base_url=s.url, timeout=2),
