@@ -357,16 +357,24 @@ def _judge_summary_money(
             samples.append((raw, real))
 
 
-@property_check("CTX-15", "CTX-02", cases=st.integers(min_value=1, max_value=4))
+@property_check("CTX-15", "CTX-02", cases=st.tuples(st.integers(min_value=1, max_value=4),
+                                                   st.integers(min_value=0, max_value=2)))
 def test_input_too_large_alone_ends_the_run(ctx: CheckContext, case: Any) -> None:
     """An input larger than the whole budget on its own cannot be compacted: the run ends
-    with its reason recorded, sends nothing the model cannot take, and never loops."""
+    with its reason recorded, sends nothing the model cannot take, and never loops. After
+    0..2 earlier runs (a history a summary could take), profile: nothing is sent for it at
+    all, not even a summary call (docs/runs.md: checked before anything is reserved)."""
+    factor, earlier = case
     w = world(ctx)
     spec = ChannelSpec(input_capacity=8_000, total_capacity=9_000, output_capacity=500)
-    agent = w.agent([Step(text="never")], channel=w.channel(spec))
+    agent = w.agent([Step(text="noted")] * earlier + [Step(text="never")],
+                    channel=w.channel(spec))
     wallet = w.wallet(FUNDS)
     session = w.session(agent, wallet)
-    text = "overflowing input " * (2_000 * case)  # ≥ 9,000 tokens by any count
+    for n in range(earlier):
+        w.settle(w.start(session, f"earlier question {n}: " + "tell me more " * 200)["run_id"])
+    sent_before = len(w.provider.records())
+    text = "overflowing input " * (2_000 * factor)  # ≥ 9,000 tokens by any count
     exchange = w.target.create_run(session, {"input": text})
     if 400 <= exchange.status < 500:
         return  # refused at once, clearly: allowed (CTX-02 "fails clearly")
@@ -383,6 +391,12 @@ def test_input_too_large_alone_ends_the_run(ctx: CheckContext, case: Any) -> Non
     expect(not too_big, ("CTX-15", "CTX-02"),
            "no request larger than the model's input capacity sent",
            f"{len(too_big)} such request(s)")
+    if ctx.profile == "reference":
+        sent = w.provider.records()[sent_before:]
+        expect(not sent, "CTX-15", f"profile: nothing sent for an input too large alone, after "
+               f"{earlier} earlier run(s): no main call and no summary call",
+               lambda: f"{len(sent)} request(s): " + ", ".join(
+                   f"{r.conversation} step {r.step}" for r in sent[:4]))
 
 
 FORGED_IDS = " ".join(f"arck-receipt-{i}" for i in range(1, 21))
@@ -391,7 +405,10 @@ FORGERIES = {
     "tool_call": Step(tool_calls=[ToolCall(name=TOOL, arguments={"forged": "by-summary"})]),
     # A summary naming receipts that lie outside what it summarizes (the kept, recent ones).
     "kept_receipts": Step(text=f"All settled: {FORGED_IDS} returned status failed."),
+    # A summary with no text at all (profile: refused; the stretch stays as it was).
+    "empty": Step(text="  \n "),
 }
+PROFILE_ONLY = ("kept_receipts", "empty")
 
 
 def _forgeries(ctx: CheckContext) -> st.SearchStrategy[str]:
@@ -403,10 +420,11 @@ def _forgeries(ctx: CheckContext) -> st.SearchStrategy[str]:
 @property_check("CTX-06", cases=_forgeries)
 def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
     """A summary candidate that would create a tool-execution right (core), or restate
-    receipts it did not summarize (profile: any id outside its stretch), is refused: nothing
-    of it reaches the main model, and no tool call comes of it."""
-    if case == "kept_receipts" and ctx.profile != "reference":  # a profile run's case file
-        raise NotApplicable("which ids a summary may name is the reference profile's rule")
+    receipts it did not summarize (profile: any id outside its stretch), or says nothing
+    (profile), is refused: nothing of it reaches the main model, no tool call comes of it,
+    and an empty one is never applied."""
+    if case in PROFILE_ONLY and ctx.profile != "reference":  # a profile run's case file
+        raise NotApplicable(f"the {case} summary is refused by the reference profile's rule")
     w = world(ctx)
     summary = w.channel(ChannelSpec(model=w.ctx.name("summary-model")))
     w.provider.add_model_script(summary.spec.model, [FORGERIES[case]] * 8)
@@ -439,6 +457,12 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
               if "by-summary" in str(c.get("arguments"))]
     expect(not forged, "CTX-06", "no tool call coming from the summary model",
            str(forged[:2]))
+    if case == "empty":
+        applied = [e for run_id in run_ids for e in w.of_type(run_id, "compaction.applied")
+                   if e.get("kind") == "summary"]
+        expect(not applied, "CTX-06", "profile: a summary with no text refused, the history "
+               "left as it was (no summary compaction applied; docs/runs.md, Compaction)",
+               lambda: f"{len(applied)} applied: {str(applied[:1])[:300]}")
 
 
 def _schema(properties: int) -> dict[str, Any]:

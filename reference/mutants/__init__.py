@@ -1366,6 +1366,19 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("CTX-15", "RUN-11"),
         "compaction_kept:zero_budget_loops",
     ),
+    (
+        "uncompactable-checked-late",
+        "an input too large on its own is found only after compaction tried: a summary call "
+        "is sent and paid for before the run ends context_uncompactable",
+        ("CTX-15",),
+        "compaction_kept:uncompactable_late",
+    ),
+    (
+        "empty-summary-accepted",
+        "a summary with no text replaces the stretch: a working memory that says nothing",
+        ("CTX-06",),
+        "compaction_kept:empty_summary_accepted",
+    ),
 )
 
 CATALOGUE: dict[str, Mutant] = {

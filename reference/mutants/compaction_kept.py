@@ -26,12 +26,14 @@ from arck.reference.runtime.worker import Workers
 __all__ = [
     "answer_summarised",
     "current_input_summarised",
+    "empty_summary_accepted",
     "facts_dropped",
     "local_compaction_not_stored",
     "local_compaction_only_reported",
     "memory_resummarised",
     "tail_arguments_placeholdered",
     "threshold_exclusive",
+    "uncompactable_late",
     "zero_budget_loops",
 ]
 
@@ -129,6 +131,27 @@ class _TailPlaceholdered(Compactor):
         end = compaction.kept_from(messages)
         return [compaction._local_one(m, facts) if i <= end else m
                 for i, m in enumerate(messages)]
+
+
+class _UncompactableLate(Compactor):
+    """The floor a request can be compacted to leaves out the current input (the system
+    prompt alone): an input too large on its own is found only after compaction tried, so a
+    summary call is made and paid for before the run ends (CTX-15, profile: nothing sent)."""
+
+    @staticmethod
+    def minimal(messages: Sequence[Message], reserved: Collection[str]) -> list[Message]:
+        return [*messages[:1]]
+
+
+class _EmptySummaryAccepted(Compactor):
+    """A summary with no text (whitespace) is taken: the stretch is replaced by a working
+    memory that says nothing of it (profile, CTX-06: an empty candidate is refused)."""
+
+    @staticmethod
+    def validate(summary: str, messages: Sequence[Message], span: tuple[int, int],
+                 facts: Facts) -> str | None:
+        return compaction.refusal(summary or "-", messages, span, facts) \
+            if summary.strip() else None
 
 
 class _ThresholdExclusive(Compactor):
@@ -258,3 +281,11 @@ def memory_resummarised() -> FastAPI:
 
 def zero_budget_loops() -> FastAPI:
     return serve(workers_class=_compacting(_ZeroBudget))
+
+
+def uncompactable_late() -> FastAPI:
+    return serve(workers_class=_compacting(_UncompactableLate))
+
+
+def empty_summary_accepted() -> FastAPI:
+    return serve(workers_class=_compacting(_EmptySummaryAccepted))

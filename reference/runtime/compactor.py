@@ -112,6 +112,7 @@ class Compactor:
     local = staticmethod(compaction.local)  # CTX-04: placeholders before the kept tail
     stretch = staticmethod(compaction.stretch)  # CTX-04/16: what a summary may replace
     memory = staticmethod(compaction.working_memory)  # CTX-06: summary text + engine's facts
+    minimal = staticmethod(compaction.minimal)  # CTX-15: what no compaction can take away
 
     def __init__(self, workers: Workers, reserved: frozenset[str]) -> None:
         self.workers = workers
@@ -143,7 +144,7 @@ class Compactor:
             return Ready(session, {"decision": "none", "reason": "below 70%", **record})
         messages: list[Message] = [json.loads(t) for t in
                                    runs.history(session.session_id, "execution")]
-        if budget <= 0 or measure(compaction.minimal(messages, self.reserved)) >= budget:
+        if budget <= 0 or measure(self.minimal(messages, self.reserved)) >= budget:
             self._uncompactable(run_id, worker, "the system prompt, tool definitions and new "
                                 "input alone reach the effective budget", before, budget)
             return None
