@@ -36,6 +36,7 @@ CONTEXT = (4_096, 100_000_000)  # a version's max_context_tokens
 TEXT = 200  # subject, receipt_id, an executor's name: 1..200 characters
 SEQUENCE = 2**53  # a progress receipt's sequence 1..2^53 (docs/executors.md)
 BINDINGS = 100  # an executor's bindings: 1..100 distinct ids
+MESSAGE = 10_000  # a failed receipt's error message: 0..10,000 characters
 UNKNOWN = "arck_unknown_member"
 IN_PROCESS = ("reference", "mutant", "app")  # a store no one else writes to
 _LEFT_OUT = object()  # the member is taken out of the body
@@ -90,8 +91,8 @@ REQUESTS: dict[str, tuple[str, tuple[Member, ...]]] = {
     "progress": ("/v1/tool-calls/{call_id}/receipts", (
         Member("/sequence", "int", 1, SEQUENCE),)),
     "failure": ("/v1/tool-calls/{call_id}/receipts", (
-        Member("/error", "object"), Member("/error/code", "text"),
-        Member("/error/message", "text"),
+        Member("/error", "object"), Member("/error/code", "text", 1, TEXT),
+        Member("/error/message", "text", 0, MESSAGE),
     )),
     "completion": ("/v1/tool-calls/{call_id}/receipts", (Member("/result", "any"),)),
     "detach": ("/v1/tool-calls/{call_id}/detach", (Member("/claim_id", "text"),)),
@@ -139,7 +140,8 @@ def _variants(member: Member) -> dict[str, Variant]:
         bad("as true", True)
     elif member.kind == "text":
         if lo is not None and hi is not None:
-            bad("just below its bound", "x" * (lo - 1))
+            if lo > 0:
+                bad("just below its bound", "x" * (lo - 1))
             bad("just above its bound", "x" * (hi + 1))
             good("at its lower bound", "x" * lo)
             good("at its upper bound", "x" * hi)
@@ -453,12 +455,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:30]}… ({len(text)} characters of JSON)"
 
 
-# Every documented bound, crossed and met, is tried on every run (27 + 30 cases, each a
+# Every documented bound, crossed and met, is tried on every run (68 cases, each a
 # request and a read or two): the edges a plausible engine gets wrong by one are too few
 # among 180 variants for a search of 10 inputs to meet; the search adds types, nulls,
 # omissions and unknown members.
 EDGES = tuple(key for key in sorted(VARIANTS) if key[2] in (
-    "just above its bound", "just below its bound", "at its lower bound", "at its upper bound"))
+    "just above its bound", "just below its bound", "at its lower bound", "at its upper bound",
+    "empty"))
 
 
 @property_check("PRO-02", "PRO-03", "BIL-05", cases=st.sampled_from(sorted(VARIANTS)),
