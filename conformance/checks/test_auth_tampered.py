@@ -6,16 +6,20 @@ signature compared loosely) passes every check that sends genuine or wholly fore
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Callable, Iterator
 
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.conformance.judge import refused
-from arck.conformance.runworld import world
+from arck.conformance.runworld import RunWorld, world
 from arck.simulator.target import Exchange
 
 TAMPERED = "arck-tampered"  # the role name a variant is sent under (never a real role)
+DEV_EXECUTOR_SECRET = "arck-dev-executor-secret"  # docs/executors.md: not for production
+UNKNOWN_EXECUTOR = "exe-999999"  # ids are sequential: never issued in a conformance run
 SERVICE_ROLES = ("full", "read_only", "config_read", "no_permission", "no_scope",
                  "other_tenant")
 
@@ -102,3 +106,26 @@ def test_altered_credentials_are_refused(ctx: CheckContext) -> None:
             judged += 1
     if not judged:
         raise NotTestable("not testable: the harness holds no token to alter")
+    if executor_role is not None and ctx.profile == "reference":
+        _unknown_executor(ctx, w, executor_role, tokens)
+
+
+def derived_token(executor_id: str, secret: str = DEV_EXECUTOR_SECRET) -> str:
+    """docs/executors.md: `arck-exe-<executor_id>-` and the first 24 hex digits of
+    HMAC-SHA256(secret, executor_id)."""
+    mac = hmac.new(secret.encode(), executor_id.encode(), hashlib.sha256).hexdigest()[:24]
+    return f"arck-exe-{executor_id}-{mac}"
+
+
+def _unknown_executor(ctx: CheckContext, w: RunWorld, role: str,
+                      tokens: dict[str, str | None]) -> None:
+    """Profile, on an engine with the development executor secret (its own executor's token
+    derives from it): a token derived right for an executor id the store never issued is
+    refused 401, never a 5xx (a signature is not an executor)."""
+    own = tokens.get(role)
+    executor_id = role.removeprefix("executor:")
+    if own != derived_token(executor_id):
+        return  # another secret: no token of an unknown executor can be made
+    answer = send_as(tokens, derived_token(UNKNOWN_EXECUTOR), w.executors().heartbeat)
+    expect(answer.status == 401, "AUTH-01", f"profile: 401 for a well-derived token of "
+           f"executor {UNKNOWN_EXECUTOR}, which was never registered", answer.describe)
