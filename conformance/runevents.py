@@ -19,6 +19,7 @@ from typing import Any
 __all__ = ["Catalogue", "EventSpec", "Finding", "conforms", "judge", "load", "parse_sse",
            "schema_problems"]
 
+CREATED = "run.created"
 ENDED = "run.ended"
 # After `run.ended` only the settlement of a model call started before it may come: its
 # answer (a cancelled run still settles its call) or a cost-pending reconciliation
@@ -195,6 +196,7 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     wrong against the catalogue and the order docs/runs.md states:
 
     * each item is `{"id", "type", "at", "data"}` and ids count 1, 2, ... (Ids);
+    * `run.created` first, once;
     * each documented type has its members, of their types (the catalogue);
     * exactly one `run.ended`, its `end_reason` the snapshot's; after it only the settlement
       of a model call started before it (`model_call.finished`, `model_call.reconciled`);
@@ -228,6 +230,9 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
         add(profile, f"event ids 1, 2, ..., {len(shaped)} in order (docs/runs.md: \"Event ids "
             "count 1, 2, ... per run\")", f"ids {_short(ids, 300)}")
     kinds = [str(e.get("type")) for e in shaped]
+    if kinds[:1] != [CREATED] or kinds.count(CREATED) != 1:
+        add(profile, f"`{CREATED}` first, once (docs/runs.md, Run events)",
+            f"types {_short(kinds, 400)}")
     ended = [i for i, k in enumerate(kinds) if k == ENDED]
     if len(ended) != 1:
         add(profile, "exactly one `run.ended` event for the ended run", f"{len(ended)} in "

@@ -75,8 +75,9 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
     "test_run_events_follow_the_catalogue": (
         Scenario("tool call", "a tool call whose first claim lapses, accepted by another "
                  "executor, one progress receipt, then a submission; then text",
-                 ("run.queued", "model_call.started", "model_call.finished",
-                  "tool_plan.accepted", "tool_call.claimed", "tool_call.claim_lapsed",
+                 ("run.created", "run.queued", "run.started", "model_call.started",
+                  "model_call.finished", "tool_plan.accepted", "tool_call.claimed",
+                  "tool_call.claim_lapsed",
                   "tool_call.progress", "receipt.stored", "run.ended"), "completed"),
         Scenario("engine answers", "calls to a tool the version lacks and to "
                  "arck_chat_history, then text", ("tool_call.unknown", "chat_history.answered",
@@ -84,7 +85,7 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
         Scenario("cancelled", "cancelled while waiting for its tool call",
                  ("tool_plan.accepted", "run.ended"), "cancelled"),
         Scenario("refused at admission", "a wallet of 1 micro-unit",
-                 ("admission.refused", "run.ended"), "insufficient_balance"),
+                 ("run.created", "admission.refused", "run.ended"), "insufficient_balance"),
         Scenario("retries exhausted", f"the provider answers 503 to all {CALLS} calls",
                  ("model_call.retry_scheduled", "model_call.given_up", "run.ended"),
                  "model_timeout"),

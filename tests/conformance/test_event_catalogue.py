@@ -116,7 +116,7 @@ def _completed() -> list[dict[str, Any]]:
                                                       "estimate_before": 70,
                                                       "ratio_before": "1/1400"}}
     return [
-        _event(1, "run.created"), _event(2, "run.queued"),
+        _event(1, "run.created", session_id="ses-1"), _event(2, "run.queued"),
         _event(3, "model_call.started", **started),
         _event(4, "model_call.finished", call_id="mc-1", outcome="answered",
                usage={"prompt_tokens": 96}, charge=67, collected=67, released=231_933),
@@ -130,6 +130,7 @@ def test_a_well_formed_run_has_no_findings() -> None:
 
 @pytest.mark.parametrize(("change", "words"), [
     (lambda e: e.pop(4), "exactly one `run.ended`"),
+    (lambda e: e.insert(1, e.pop(0)), "`run.created` first"),
     (lambda e: e.pop(1), "`run.queued` before"),
     (lambda e: e[4]["data"].update(end_reason="cancelled"), "snapshot's"),
     (lambda e: e[2]["data"].pop("reservation"), "`reservation` missing"),
