@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from arck.conformance import oracle
@@ -93,3 +94,21 @@ def error_shape_problem(exchange: Exchange) -> str | None:
         if not isinstance(error.get(key), str):
             return f"error.{key} is not a string"
     return None
+
+
+def documented_statuses(doc: Any, method: str, path: str) -> set[str] | None:
+    """The response statuses /openapi.json lists for the operation serving `path` (its
+    template matched segment by segment); None when the document has no such operation (a
+    target without that area: its statuses are judged by PRO-02 alone)."""
+    paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
+    for template, item in paths.items():
+        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
+        operation = item.get(method.lower()) if isinstance(item, dict) else None
+        if re.match(pattern, path) and isinstance(operation, dict):
+            return set(map(str, operation.get("responses", {})))
+    return None
+
+
+def status_listed(status: int, listed: set[str]) -> bool:
+    """A status the operation lists: itself, its class (`4XX`), or `default`."""
+    return str(status) in listed or f"{status // 100}XX" in listed or "default" in listed

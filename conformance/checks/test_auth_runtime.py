@@ -21,7 +21,7 @@ from typing import Any
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.judge import refused
+from arck.conformance.judge import documented_statuses, refused, status_listed
 from arck.conformance.runworld import PROMPT, Agent, ChannelSpec, RunWorld, canonical, world
 from arck.simulator.provider import Step, ToolCall, script_tag
 from arck.simulator.target import Exchange, ExecutorTarget
@@ -361,24 +361,6 @@ def test_strangers_never_reach_runs(ctx: CheckContext) -> None:
         judge.unchanged(ep, exchange, "AUTH-03")
 
 
-def documented(doc: Any, method: str, path: str) -> set[str] | None:
-    """The response statuses /openapi.json lists for the operation serving `path` (its
-    template matched segment by segment); None when the document has no such operation (a
-    target without that area: its statuses are judged by PRO-02 alone)."""
-    paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
-    for template, item in paths.items():
-        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
-        operation = item.get(method.lower()) if isinstance(item, dict) else None
-        if re.match(pattern, path) and isinstance(operation, dict):
-            return set(map(str, operation.get("responses", {})))
-    return None
-
-
-def _listed(status: int, listed: set[str]) -> bool:
-    """A status the operation lists: itself, its class (`4XX`), or `default`."""
-    return str(status) in listed or f"{status // 100}XX" in listed or "default" in listed
-
-
 @check("PRO-02", "PRO-03")
 def test_runtime_permissions_per_endpoint(ctx: CheckContext) -> None:
     """The permission column of docs/runs.md and docs/executors.md, role by role, in the
@@ -394,13 +376,13 @@ def test_runtime_permissions_per_endpoint(ctx: CheckContext) -> None:
         expected = {**dict.fromkeys(STRANGERS, 401), **STATUS[ep.permission]}
         if s.executor is not None and ep.permission != "executor credential":
             expected[s.executor] = 403  # "executor credentials serve only the executor API"
-        listed = documented(doc, ep.method, ep.path)
+        listed = documented_statuses(doc, ep.method, ep.path)
         for role, status in expected.items():
             exchange = judge.send(ep, role)
             expect(exchange.status == status, "PRO-02",
                    f"{status} for {ep.label} as {_who(role, s)} (docs: {ep.permission})",
                    exchange.describe, hint=_replay(exchange))
-            expect(listed is None or _listed(exchange.status, listed), "PRO-03",
+            expect(listed is None or status_listed(exchange.status, listed), "PRO-03",
                    f"the {exchange.status} of {ep.label} among the responses /openapi.json "
                    "lists for it (the served document is the normative shape)",
                    f"listed: {sorted(listed or ())}",

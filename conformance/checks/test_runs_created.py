@@ -11,10 +11,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 from arck.conformance import oracle
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable
+from arck.conformance.judge import documented_statuses, status_listed
 from arck.conformance.runworld import ChannelSpec, canonical, world
 from arck.simulator.target import Exchange
 
@@ -25,18 +28,27 @@ ONCE = {"token"}  # answered at creation only (docs/executors.md)
 @check("PRO-03")
 def test_created_answers_read_back(ctx: CheckContext) -> None:
     """Each creation answers 201 with members a read of it at once answers the same (a
-    deposit: 200 with the wallet as read); ids of the profile's form, `<prefix>-NNNNNN`."""
+    deposit: 200 with the wallet as read), a status its operation in /openapi.json lists;
+    ids of the profile's form, `<prefix>-NNNNNN`."""
     if ctx.profile != "reference":
         raise NotApplicable("the answers' members and ids are the reference profile's")
     w = world(ctx)
     target = w.target
     spec = ChannelSpec(model=ctx.name("created-model"))
 
+    doc = target.openapi().json_or_none()
+
     def judge(what: str, made: Exchange, key: str, read: Callable[[str], Exchange],
               status: int = 201) -> dict[str, Any]:
         data = made.json_or_none()
         expect(made.status == status and isinstance(data, dict) and isinstance(
             data.get(key), str), "PRO-03", f"{status} with a {key} for {what}", made.describe)
+        path = httpx.URL(made.url).path
+        listed = documented_statuses(doc, made.method, path)
+        expect(listed is None or status_listed(made.status, listed), "PRO-03",
+               f"the {made.status} answered for {what} among the responses /openapi.json lists "
+               f"for POST {path} (the served document is the normative shape)",
+               f"listed: {sorted(listed or ())}")
         assert isinstance(data, dict)
         ident = str(data[key])
         expect(re.fullmatch(rf"{PREFIXES[key]}-\d{{6,}}", ident) is not None, "PRO-03",
