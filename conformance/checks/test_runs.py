@@ -243,6 +243,8 @@ FAULTS: dict[str, Fault] = {
 # respx-style side effect): the caller cannot tell this from a lost answer, but the
 # provider's lookup says "not processed", so a resend after that check is allowed (RUN-12).
 RESET = "reset_before_processing"
+RECONCILE_STEP_S = 70.0  # a cost-pending call is looked up 60 s after a worker sees it
+RECONCILE_STEPS = 4
 
 
 def _unknown_step(i: int, kind: str, at: int) -> Step:
@@ -291,6 +293,24 @@ def test_unknown_outcome_never_resent(ctx: CheckContext, case: Any) -> None:
     expect(isinstance(charged, int) and charged <= true_cost + len(records), "BIL-03",
            f"at most the provider's true cost charged ({true_cost} micro-units, "
            f"+1 rounding a call)", str(state))
+    if ctx.profile == "reference" and w.control.virtual_time:
+        _reconciled(w, wallet, kind)
+
+
+def _reconciled(w: RunWorld, wallet: str, kind: str) -> None:
+    """Profile (docs/runs.md, Cost-pending calls): a cost-pending call is looked up 60 s
+    after a worker sees it and settled by what the provider says (processed: charged; never
+    processed: released), so after a few minutes nothing stays reserved."""
+    state: dict[str, Any] = {}
+    for _ in range(RECONCILE_STEPS):
+        state = w.wallet_state(wallet)
+        if state.get("reserved") == 0:
+            return
+        w.control.advance(RECONCILE_STEP_S)
+    state = w.wallet_state(wallet)
+    expect(state.get("reserved") == 0, "BIL-03", f"profile: every cost-pending call ({kind}) "
+           f"reconciled within {RECONCILE_STEPS} × {RECONCILE_STEP_S:.0f} s, nothing left "
+           "reserved", str(state))
 
 
 def _cost(w: RunWorld, usage: Any) -> int:
