@@ -114,3 +114,45 @@ def test_insane_usage_never_creates_money(ctx: CheckContext, case: Any) -> None:
                f"profile: {int(trusted)} calibration sample(s) behind the next call (a "
                f"reported prompt_tokens of {canonical(case.get('prompt_tokens'))} is "
                f"{'a' if trusted else 'no'} trusted count)", canonical(main[0]), replay)
+
+
+# Prices a micro-unit or so off a whole micro-unit per token, and usage in the thousands: the
+# exact cost lands just above a whole micro-unit, where rounding up and any other rounding (or
+# a divisor off by one) part ways.
+ODD_PRICES = st.tuples(st.integers(min_value=999_990, max_value=1_000_010),
+                       st.integers(min_value=0, max_value=1_000_010),
+                       st.integers(min_value=999_990, max_value=1_000_010))
+ODD_USAGE = st.tuples(st.integers(min_value=1, max_value=5_000),
+                      st.integers(min_value=0, max_value=5_000))
+ODD_EXAMPLES = (((1_000_001, 500_000, 1_000_000), (1_000, 1_000)),
+                ((1_000_000, 0, 1_000_003), (2_000, 7)))
+
+
+@property_check("BIL-04", "BIL-05", cases=st.tuples(ODD_PRICES, ODD_USAGE),
+                examples=ODD_EXAMPLES, cap=12)
+def test_charges_at_odd_prices(ctx: CheckContext, case: Any) -> None:
+    """A call's charge is its reported usage × the channel's prices per million tokens, exact
+    to the micro-unit: core, that cost rounded either way; profile, rounded up (BIL-05)."""
+    (input_price, cached_price, output_price), (prompt, completion) = case
+    w = world(ctx)
+    spec = ChannelSpec(model=ctx.name("odd-model"), input_price=input_price,
+                       cached_price=cached_price, output_price=output_price)
+    told = {"prompt_tokens": prompt, "completion_tokens": completion, "cached_tokens": 0}
+    agent = w.agent([Step(text="priced", faults=[UsageReported(**told)])],
+                    channel=w.channel(spec))
+    wallet = w.wallet(FUNDS)
+    with w.faults("usage_reported"):
+        w.settle(w.start(w.session(agent, wallet), "What does it cost?")["run_id"])
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "prompt_tokens_details": {"cached_tokens": 0}}
+    exact = money.cost(usage, input_price, cached_price, output_price)
+    state = w.wallet_state(wallet)
+    charged = state.get("charged")
+    shown = (f"{prompt} prompt and {completion} completion tokens at {input_price} / "
+             f"{output_price} micro-units per million: {exact} ({float(exact):.6f}) exactly")
+    expect(isinstance(charged, int) and exact - 1 < charged < exact + 1, "BIL-04",
+           f"a charge of {shown}, rounded either way", str(state))
+    if ctx.profile == "reference":
+        want = money.profile_charge(usage, input_price, cached_price, output_price)
+        expect(charged == want, "BIL-05", f"profile: {want} charged for {shown}, rounded up",
+               str(state))

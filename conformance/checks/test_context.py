@@ -405,13 +405,16 @@ FORGERIES = {
     "tool_call": Step(tool_calls=[ToolCall(name=TOOL, arguments={"forged": "by-summary"})]),
     # A summary naming receipts that lie outside what it summarizes (the kept, recent ones).
     "kept_receipts": Step(text=f"All settled: {FORGED_IDS} returned status failed."),
-    # A summary with no text at all (profile: refused; the stretch stays as it was).
+    # A summary with no text at all, or longer than anything it could replace (profile:
+    # refused; the stretch stays as it was).
     "empty": Step(text="  \n "),
+    "longer": Step(text="A long account of what happened. " * 8_000),
     # Not a forgery: every summary restates the first receipt, which the first stretch holds
     # and each later one carries in the working memory it rolls up (profile: accepted).
     "rolled_up": Step(text="Settled earlier: arck-receipt-1 returned status ok."),
 }
-PROFILE_ONLY = ("kept_receipts", "empty", "rolled_up")
+PROFILE_ONLY = ("kept_receipts", "empty", "longer", "rolled_up")
+WHY = {"empty": "with no text", "longer": "longer than the stretch it would replace"}
 
 
 def _forgeries(ctx: CheckContext) -> st.SearchStrategy[str]:
@@ -463,10 +466,10 @@ def test_summary_candidate_validated(ctx: CheckContext, case: Any) -> None:
               if "by-summary" in str(c.get("arguments"))]
     expect(not forged, "CTX-06", "no tool call coming from the summary model",
            str(forged[:2]))
-    if case == "empty":
+    if case in ("empty", "longer"):
         applied = [e for run_id in run_ids for e in w.of_type(run_id, "compaction.applied")
                    if e.get("kind") == "summary"]
-        expect(not applied, "CTX-06", "profile: a summary with no text refused, the history "
+        expect(not applied, "CTX-06", f"profile: a summary {WHY[case]} refused, the history "
                "left as it was (no summary compaction applied; docs/runs.md, Compaction)",
                lambda: f"{len(applied)} applied: {str(applied[:1])[:300]}")
 
