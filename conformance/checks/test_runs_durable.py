@@ -286,7 +286,8 @@ def test_a_restart_during_a_retry_backoff(ctx: CheckContext) -> None:
     killed and started again during that wait. The run still ends (core). Profile: the
     schedule lives in the store, so neither the count nor the backoff is lost: 4 calls in
     all (3 retries), the run ends `model_timeout` after `model_call.given_up` with `calls` 4
-    (docs/runs.md, Refused calls)."""
+    (docs/runs.md, Refused calls), and the takeover looks nothing up (no call was in flight).
+    """
     w = world(ctx)
     needs_virtual_time(w, "a restart inside a backoff of one second")
     agent = w.agent([Step(faults=[ServerError(status=503)])] * 6)
@@ -311,3 +312,8 @@ def test_a_restart_during_a_retry_backoff(ctx: CheckContext) -> None:
            "profile: 4 calls in all across the restart (the retry count kept in the store), "
            "then model_timeout after model_call.given_up with calls 4",
            f"{sent} call(s); run {snapshot}; given_up {canonical(given_up)}")
+    checked = [e.get("data", {}) for e in w.events(run_id)
+               if e.get("type") == "model_call.reconciled"]
+    expect(not checked, "RUN-02", "profile: no `model_call.reconciled` at the takeover: the "
+           "refused call was not in flight (only a call `sent`, its outcome unknown, is looked "
+           "up: docs/runs.md, Check before continuing)", canonical(checked)[:300])

@@ -34,7 +34,15 @@ from arck.conformance.runworld import (
     world,
 )
 from arck.simulator.errors import StepUnavailable
-from arck.simulator.provider import LostResponse, ServerError, SlowAnswer, Step, ToolCall
+from arck.simulator.provider import (
+    Fault,
+    LostResponse,
+    ServerError,
+    SlowAnswer,
+    SlowStart,
+    Step,
+    ToolCall,
+)
 from arck.simulator.provider import script_tag as tag
 from arck.simulator.target import STREAM_MEDIA_TYPE as STREAM
 from arck.simulator.target import Exchange
@@ -42,6 +50,7 @@ from arck.simulator.target import Exchange
 FUNDS = 10**12
 ANSWER = "arck events: the order shipped"
 IN_FLIGHT_S = 10.0  # a slow answer: well inside the channel's 30 s timeout
+STILL_ANSWERING_S = 25.0  # after a 15 s lease lapses, before the 30 s timeout
 CLAIM_LAPSE_S = 31.0  # a claim's lease is 30 s (docs/executors.md, Claim)
 RECONCILE_STEP_S = 70.0  # a cost-pending call is looked up 60 s after a worker sees it
 RECONCILE_STEPS = 4
@@ -102,6 +111,9 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
     ),
     "test_takeover_events": (
         Scenario("takeover", "restarted while its model call is in flight",
+                 ("run.recovered", "model_call.reconciled", "run.ended"), "completed"),
+        Scenario("takeover, still answering", "restarted while its model call is in flight, "
+                 "the answer coming after the lease lapsed",
                  ("run.recovered", "model_call.reconciled", "run.ended"), "completed"),
     ),
     "test_input_events": (
@@ -343,13 +355,26 @@ def test_run_events_follow_the_catalogue(ctx: CheckContext) -> None:
 def test_takeover_events(ctx: CheckContext) -> None:
     """A run restarted while its model call is in flight is taken over: `run.recovered` with
     the new and the previous worker and when the lease lapsed, then `model_call.reconciled`
-    (the provider processed the call: not resent) before the run completes."""
+    (the provider processed the call: not resent) before the run completes. Once with the
+    answer billed before the lease lapses, once with the provider still working on it (it
+    processes the call 25 s after it came, inside the channel's 30 s timeout): the new holder
+    looks it up until it is processed, and takes the run over once."""
     w = world(ctx)
     needs_virtual_time(w, "waiting for a lapsed lease after a restart")
     restart = getattr(w.target, "restart", None)
     if not callable(restart):
         raise NotApplicable("the target offers no restart step (`restart` in its adapter)")
-    agent = w.agent([Step(text=ANSWER, faults=[SlowAnswer(seconds=IN_FLIGHT_S)])])
+    _judge(w, "takeover", _restarted(w, restart, SlowAnswer(seconds=IN_FLIGHT_S)),
+           _recovered)
+    with w.faults("slow_start"):
+        still = _restarted(w, restart, SlowStart(seconds=STILL_ANSWERING_S))
+    _judge(w, "takeover, still answering", still, _recovered)
+
+
+def _restarted(w: RunWorld, restart: Callable[[], None], fault: Fault) -> str:
+    """A run restarted while its one model call is in flight (the provider's `fault` holding
+    it), settled."""
+    agent = w.agent([Step(text=ANSWER, faults=[fault])])
     run_id = _run(w, agent, "Take your time")
     _in_flight(w, agent, run_id)
     try:
@@ -357,25 +382,25 @@ def test_takeover_events(ctx: CheckContext) -> None:
     except StepUnavailable as exc:
         raise NotApplicable(str(exc)) from None
     w.settle(run_id)
+    return run_id
 
-    def recovered(events: list[dict[str, Any]]) -> list[Finding]:
-        found = [e for e in events if e.get("type") == "run.recovered"]
-        data = [e.get("data") or {} for e in found]
-        reconciled = _of(events, "model_call.reconciled")
-        return (
-            _finding(len(found) == 1 and data[0].get("worker") != data[0].get("previous_worker")
-                     and isinstance(data[0].get("lease_expired_at"), int | float)
-                     and isinstance(found[0].get("at"), int | float)
-                     and data[0]["lease_expired_at"] <= found[0]["at"],
-                     "one `run.recovered`: a new `worker`, the `previous_worker`, and "
-                     "`lease_expired_at` no later than the takeover", lambda: str(found),
-                     ("RUN-16",))
-            + _finding(len(reconciled) == 1 and reconciled[0].get("verdict") == "processed"
-                       and reconciled[0].get("resent") is False,
-                       "one `model_call.reconciled`: `verdict` \"processed\", `resent` false",
-                       lambda: str(reconciled)))
 
-    _judge(w, "takeover", run_id, recovered)
+def _recovered(events: list[dict[str, Any]]) -> list[Finding]:
+    found = [e for e in events if e.get("type") == "run.recovered"]
+    data = [e.get("data") or {} for e in found]
+    reconciled = _of(events, "model_call.reconciled")
+    return (
+        _finding(len(found) == 1 and data[0].get("worker") != data[0].get("previous_worker")
+                 and isinstance(data[0].get("lease_expired_at"), int | float)
+                 and isinstance(found[0].get("at"), int | float)
+                 and data[0]["lease_expired_at"] <= found[0]["at"],
+                 "one `run.recovered`: a new `worker`, the `previous_worker`, and "
+                 "`lease_expired_at` no later than the takeover", lambda: str(found),
+                 ("RUN-16",))
+        + _finding(len(reconciled) == 1 and reconciled[0].get("verdict") == "processed"
+                   and reconciled[0].get("resent") is False,
+                   "one `model_call.reconciled`: `verdict` \"processed\", `resent` false",
+                   lambda: str(reconciled)))
 
 
 def _optional(w: RunWorld, name: str, what: str) -> Callable[..., Exchange]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -28,6 +28,7 @@ from arck.simulator.provider.script import (
     Script,
     ScriptError,
     SlowAnswer,
+    SlowStart,
     Step,
     UsageDrift,
     UsageMissing,
@@ -196,6 +197,46 @@ class SimulatedProvider:
         faults: dict[str, Any] = (
             {fault.kind: fault for fault in step.faults} if step is not None else {}
         )
+        start = faults.pop("slow_start", None)
+        if isinstance(start, SlowStart):
+            return await self._later(request_id, start, self._process(
+                request_id, request, step, faults, chain, index, disconnected))
+        return await self._process(request_id, request, step, faults, chain, index,
+                                   disconnected)
+
+    async def _later(self, request_id: str, start: SlowStart,
+                     processing: Coroutine[Any, Any, Reply]) -> Reply:
+        """`processing` after `start.seconds` on the clock, carried on when the caller leaves
+        meanwhile (its task shielded from the caller's cancellation): then billed, and the
+        answer lost."""
+        self._fire(request_id, "slow_start")
+
+        async def delayed() -> Reply:
+            await self.clock.sleep(start.seconds)
+            return await processing
+
+        task = asyncio.ensure_future(delayed())
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            def unseen(done: asyncio.Future[Reply]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._ledger.update(request_id, outcome="lost",
+                                        finished_at=self.clock.now())
+
+            task.add_done_callback(unseen)
+            raise
+
+    async def _process(
+        self,
+        request_id: str,
+        request: wire.ChatRequest,
+        step: Step | None,
+        faults: dict[str, Any],
+        chain: str,
+        index: int,
+        disconnected: _Disconnected,
+    ) -> Reply:
         segments = prompt.segments(request.messages, request.tools)
         true_prompt = sum(len(segment) for segment in segments)
         failure = error_for(faults, request, true_prompt, self._windows.get(request.model))

@@ -22,6 +22,7 @@ __all__ = [
     "FAULT_KINDS",
     "REQUEST_APPROVAL",
     "REQUEST_INPUT",
+    "SCRIPT_NAME",
     "ContextLengthExceeded",
     "Fault",
     "LostResponse",
@@ -30,6 +31,7 @@ __all__ = [
     "ScriptError",
     "ServerError",
     "SlowAnswer",
+    "SlowStart",
     "Step",
     "ToolCall",
     "UsageDrift",
@@ -58,6 +60,16 @@ class SlowAnswer(_Data):
     """The answer is ready and billed, then waits `seconds` on the provider's clock."""
 
     kind: Literal["slow"] = "slow"
+    seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class SlowStart(_Data):
+    """The request waits `seconds` on the provider's clock before it is processed: a lookup
+    meanwhile says it is in progress (`received`, nothing billed). It is processed then
+    whether or not its caller is still there, as a real provider does not notice a client
+    leave (then billed, its answer lost)."""
+
+    kind: Literal["slow_start"] = "slow_start"
     seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
@@ -115,6 +127,7 @@ class UsageMissing(_Data):
 
 Fault = Annotated[
     SlowAnswer
+    | SlowStart
     | LostResponse
     | ServerError
     | RateLimited
@@ -126,6 +139,7 @@ Fault = Annotated[
 ]
 FAULT_KINDS = (
     "slow",
+    "slow_start",
     "lost_response",
     "server_error",
     "rate_limit",

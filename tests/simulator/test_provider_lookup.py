@@ -20,6 +20,7 @@ from arck.simulator.provider import (
     ServerError,
     SimulatedProvider,
     SlowAnswer,
+    SlowStart,
     Step,
     UsageDrift,
     UsageMissing,
@@ -167,6 +168,7 @@ def test_fault_coverage_counts_each_kind_that_fired() -> None:
         Step(faults=[UsageDrift(factor=2.0), SlowAnswer(seconds=5)]),
         Step(faults=[UsageMissing(), LostResponse()]),
         Step(text="plain"),
+        Step(text="late", faults=[SlowStart(seconds=3)]),
     ]
     p.add_script("all", steps)
     assert p.fault_counts() == dict.fromkeys(FAULT_KINDS, 0)
@@ -182,7 +184,37 @@ def test_fault_coverage_counts_each_kind_that_fired() -> None:
     over_http = asyncio.run(scenario())
     expected = {"rate_limit": 1, "server_error": 2, "context_length": 1, "usage_drift": 1,
                 "slow": 1, "usage_missing": 1, "lost_response": 1, "side_effect": 0,
-                "usage_reported": 0}
+                "usage_reported": 0, "slow_start": 1}
     assert p.fault_counts() == over_http == expected
-    assert [r.outcome for r in p.records()] == ["answered"] * 5 + ["lost", "answered"]
-    assert [r.billed for r in p.records()] == [False] * 4 + [True] * 3
+    assert [r.outcome for r in p.records()] == ["answered"] * 5 + ["lost"] + ["answered"] * 2
+    assert [r.billed for r in p.records()] == [False] * 4 + [True] * 4
+
+
+def test_a_slow_start_is_in_progress_then_processed_even_when_its_caller_left() -> None:
+    """`slow_start`: nothing billed while the request waits (a lookup says `received`); it
+    is processed after its seconds whether or not the caller stayed: one that stayed gets
+    the answer, one that left (its call cancelled) leaves it billed and `lost`."""
+    clock = VirtualClock(autojump=False)
+    p = SimulatedProvider(clock=clock)
+    p.add_script("stay", [Step(text="in time", faults=[SlowStart(seconds=10)])])
+    p.add_script("leave", [Step(text="unseen", faults=[SlowStart(seconds=10)])])
+
+    async def scenario() -> tuple[list[tuple[str, bool]], str, list[tuple[str, bool]]]:
+        async with httpx.AsyncClient(transport=p.async_transport(), base_url=BASE) as http:
+            stay = asyncio.ensure_future(_post(http, "stay", key="k-stay"))
+            leave = asyncio.ensure_future(_post(http, "leave", key="k-leave"))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            waiting = [(r.outcome, r.billed) for r in p.records()]
+            leave.cancel()
+            await clock.advance(10)
+            answer = (await stay).json()["choices"][0]["message"]["content"]
+            for _ in range(20):
+                await asyncio.sleep(0)
+            return waiting, answer, [(r.outcome, r.billed) for r in p.records()]
+
+    waiting, answer, after = asyncio.run(scenario())
+    assert waiting == [("received", False), ("received", False)]
+    assert answer == "in time"
+    assert after == [("answered", True), ("lost", True)]
+    assert p.fault_counts()["slow_start"] == 2
