@@ -30,7 +30,8 @@ INSANE = st.one_of(
 REPORTS = st.dictionaries(st.sampled_from(FIGURES), INSANE, min_size=1, max_size=3)
 CLASSIC = ({"prompt_tokens": -1_000_000}, {"completion_tokens": -1}, {"cached_tokens": -500},
            {"cached_tokens": 10**9}, {"prompt_tokens": True}, {"prompt_tokens": 1.5},
-           {"completion_tokens": "100"}, {"prompt_tokens": None})
+           {"completion_tokens": "100"}, {"prompt_tokens": None},
+           {"prompt_tokens": 10**12}, {"completion_tokens": 3 * 10**6})
 
 
 def _usable(value: Any) -> int:
@@ -101,6 +102,11 @@ def test_insane_usage_never_creates_money(ctx: CheckContext, case: Any) -> None:
                f"profile: charged {want} (figures that are not non-negative integers count 0, "
                "cached at most the prompt), nothing held", f"{state}; true usage {true}",
                replay)
+    else:  # above its reservation: collected as far as the balance no one else holds allows
+        expect(charged == min(want, FUNDS), "BIL-04", f"profile: charged {min(want, FUNDS)} "
+               f"of a charge of {want} above the call's reservation of {reservation} (collected "
+               "as far as the balance not held for others allows: docs/runs.md, Billing)",
+               f"{state}; true usage {true}", replay)
     # CTX-08: only a trusted prompt_tokens is a calibration sample; the next call says how
     # many samples its coefficient rests on (RUN-15's `samples`).
     second = w.start(session, "And again")["run_id"]
