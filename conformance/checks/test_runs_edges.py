@@ -19,6 +19,7 @@ from arck.simulator.provider import (
     LostResponse,
     ServerError,
     SlowAnswer,
+    SlowStart,
     Step,
     ToolCall,
     UsageMissing,
@@ -207,3 +208,43 @@ def test_the_model_timeout_fires_on_time(ctx: CheckContext) -> None:
         expect(gap is not None and abs(gap - 30.0) < 1e-6, ("RUN-11", "RUN-16"),
                "profile: the run ended model_timeout 30 s after its call started",
                f"model_call.started at {started}, run.ended at {ended}")
+
+
+LATE_PROCESSING_S = 100.0  # the provider processes the timed-out call at 100 s
+LOOKUPS = (60.0, 120.0, 240.0)  # docs/runs.md, Cost-pending calls: 60 s, then 120 s, 240 s
+
+
+@check("BIL-03", "RUN-16")
+def test_cost_pending_lookups_keep_their_schedule(ctx: CheckContext) -> None:
+    """Profile: a call abandoned at its 30 s timeout is still being processed by the
+    provider (`slow_start` 100 s): the lookup 60 s after the timeout finds it in progress,
+    the next, 120 s later, finds it processed and settles it: `model_call.reconciled`
+    exactly 180 s after the timeout (docs/runs.md, Cost-pending calls: 60 s, then 120 s,
+    240 s, ...)."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the lookups' schedule is the reference profile's")
+    w = world(ctx)
+    needs_virtual_time(w, "timing cost-pending lookups to the second")
+    agent = w.agent([Step(text=TEXT, faults=[SlowStart(seconds=LATE_PROCESSING_S)])])
+    with w.faults("slow_start"):
+        run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), "late")["run_id"])
+        snapshot, _ = w.settle(run_id)
+    if snapshot.get("end_reason") != "model_timeout":
+        raise NotTestable(f"not testable: the run did not end model_timeout: {snapshot}")
+    settled = sum(LOOKUPS[:2])
+    for _ in range(int((settled + LOOKUPS[2]) // 10) + 2):
+        if w.of_type(run_id, "model_call.reconciled"):
+            break
+        w.control.advance(10.0)
+    events = w.events(run_id)
+    timed_out = [e["at"] for e in events if e.get("type") == "model_call.finished"
+                 and isinstance(e.get("at"), int | float)]
+    checked = [e for e in events if e.get("type") == "model_call.reconciled"]
+    gap = float(checked[0]["at"]) - float(timed_out[0]) if timed_out and checked \
+        and isinstance(checked[0].get("at"), int | float) else None
+    expect(gap is not None and abs(gap - settled) < 1e-6
+           and (checked[0].get("data") or {}).get("verdict") == "processed",
+           ("BIL-03", "RUN-16"), f"profile: `model_call.reconciled` (processed) {settled:.0f} s "
+           "after the timeout: in progress at the lookup 60 s after it, processed at the next, "
+           "120 s later", f"model_call.finished at {timed_out}, reconciled "
+           f"{[(e.get('at'), (e.get('data') or {}).get('verdict')) for e in checked]}")
