@@ -11,6 +11,7 @@ verdict counts and every check that was not testable or stopped at its time budg
 when any check was not testable. A figure, not a CI test: it takes about a quarter of an hour.
 
     .venv/bin/python benchmarks/http_ci_run.py [--seed N] [--check-timeout S] [--workers N]
+        [--requirements IDS] [--report-dir DIR]
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check-timeout", type=float, default=120.0)
     parser.add_argument("--workers", help="passed on to arck run --workers")
+    parser.add_argument("--requirements", help="passed on to arck run --requirements")
+    parser.add_argument("--report-dir", type=Path,
+                        help="keep the report here (default: a temporary folder, removed)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="arck-http-ci-") as tmp:
@@ -80,7 +84,7 @@ def main() -> int:
                 f'[provider]\nlisten = "127.0.0.1:{provider_port}"\n',
                 "utf-8",
             )
-            report_dir = folder / "report"
+            report_dir = args.report_dir or folder / "report"
             command = [
                 sys.executable, "-m", "arck.conformance.cli", "run", "--target", url,
                 "--config", str(config), "--profile", "ci", "--seed", str(args.seed),
@@ -88,6 +92,8 @@ def main() -> int:
             ]  # fmt: skip
             if args.workers:
                 command += ["--workers", args.workers]
+            if args.requirements:
+                command += ["--requirements", args.requirements]
             start = time.monotonic()
             done = subprocess.run(command, env={**os.environ, "CI": "true"}, check=False)
             wall = time.monotonic() - start

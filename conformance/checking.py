@@ -30,6 +30,7 @@ from typing import Any, NoReturn, TypeVar, cast
 
 import pytest
 from hypothesis import Phase, example, given, reject, seed, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from hypothesis.strategies import SearchStrategy
 
@@ -79,15 +80,22 @@ class _OutOfTime(BaseException):
     counts nor shrinks it (see _Verdict)."""
 
 
-def _in_time(ctx: CheckContext) -> None:
-    """Before each new input: stop the search once its time is spent, unless it has found a
+def _spent(ctx: CheckContext) -> bool:
+    """Whether the search's time is spent before a new input: never once it has found a
     failure (then the input is part of shrinking it, which the check's own timeout bounds)
-    or has not tried one input yet."""
+    or before it has tried one input."""
     search = _SEARCH.get()
     if search is None or search.failed or search.deadline is None or not ctx.examples:
-        return
+        return False
     if time.monotonic() > search.deadline:
         ctx.stopped_by_time = True
+        return True
+    return False
+
+
+def _in_time(ctx: CheckContext) -> None:
+    """Before each new input: stop the search once its time is spent (`_spent`)."""
+    if _spent(ctx):
         raise _OutOfTime
 
 
@@ -111,11 +119,19 @@ def _searching(search: Callable[[], None], ctx: CheckContext) -> None:
     search whose time ran out before it found anything passes on what it tried."""
     ctx.stopped_by_time = False
     deadline = None if ctx.search_seconds is None else time.monotonic() + ctx.search_seconds
-    token = _SEARCH.set(_Search(deadline=deadline))
+    search_state = _Search(deadline=deadline)
+    token = _SEARCH.set(search_state)
     try:
         search()
     except _OutOfTime:
         return
+    except FlakyStrategyDefinition:
+        # A state machine's search stopped at its time budget: hypothesis sees the program
+        # cut short draw otherwise than the same choices did before, and calls its data
+        # generation flaky. Every program tried before it passed: pass on what was tried.
+        if ctx.stopped_by_time and not search_state.failed:
+            return
+        raise
     except _Verdict as carried:
         raise carried.verdict from None
     except BaseExceptionGroup as group:
