@@ -330,12 +330,11 @@ class ArckRun:
         if self.worker is not None and self._target is not None:
             self._worker_finished(exitstatus)
             return
-        if self._target is None or exitstatus in (
-            pytest.ExitCode.USAGE_ERROR,
-            pytest.ExitCode.INTERNAL_ERROR,
-            outcomes.EXIT_USAGE,
-        ):
+        if self._target is None or exitstatus in (pytest.ExitCode.USAGE_ERROR, outcomes.EXIT_USAGE):
             return
+        # An internal error (xdist's controller can fail on a worker's, a race of its own)
+        # still gets its report: every check that sent no result is not testable, exit 2.
+        broken = exitstatus == pytest.ExitCode.INTERNAL_ERROR
         judged = self._baseline_judgement()
         self._settle_results()
         holding = {e["requirement"] for e in judged or [] if e["state"] == "holds"}
@@ -346,7 +345,8 @@ class ArckRun:
         if any(e["state"] in ("stale", "not_judged") for e in judged or []):
             code = outcomes.EXIT_FAILED  # a baseline only shrinks: a stale entry must go
         answered = not isinstance(self._target, HttpTarget) or self._target.exchanges > 0
-        if not answered or exitstatus == pytest.ExitCode.INTERRUPTED or self.internal_errors:
+        if not answered or exitstatus == pytest.ExitCode.INTERRUPTED or self.internal_errors \
+                or broken:
             code = outcomes.EXIT_USAGE
         report = RunReport(
             arck_version=arck.__version__,
