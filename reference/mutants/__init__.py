@@ -799,6 +799,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "turns:plan_after_revocation",
     ),
     (
+        "charge-rounded-down",
+        "a call's cost is rounded down to the micro-unit, not up: a fraction of one is lost "
+        "whenever prices are not whole micro-units per token",
+        ("BIL-05",),
+        "runs:charge_rounded_down",
+    ),
+    (
         "input-before-revocation",
         "input pending when a revocation ends the run at its next step enters the histories "
         "all the same",

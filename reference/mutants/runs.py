@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
+from arck.reference.runtime import billing
 from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.compactor import Compactor, Target
 from arck.reference.runtime.executor_wire import Receipt, ReceiptAnswer
@@ -472,3 +473,20 @@ def unvalidated_summaries() -> FastAPI:
 
 def character_threshold() -> FastAPI:
     return serve(workers_class=_compacting(_CharacterThreshold))
+
+
+def _rounded_down(prices: billing.Prices, prompt: int, cached: int, completion: int) -> int:
+    cached = max(0, min(cached, prompt))
+    return ((prompt - cached) * prices.input + cached * prices.cached_input
+            + completion * prices.output) // billing.PER
+
+
+class ChargeRoundedDownWorkers(Workers):
+    """A call's cost rounded down to the micro-unit, not up (profile, BIL-05): every charge
+    at whole micro-units per token is right, a fraction of one is lost on the others."""
+
+    price = staticmethod(_rounded_down)
+
+
+def charge_rounded_down() -> FastAPI:
+    return serve(workers_class=ChargeRoundedDownWorkers)

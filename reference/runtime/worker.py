@@ -307,6 +307,7 @@ class Workers:
     # Seams of turns: what the chat-history tool returns (RUN-10), why a plan is refused (RUN-14).
     chat_history = staticmethod(chathistory.answer)
     refused_tools = staticmethod(revocations.refused)
+    price = staticmethod(billing.charge)  # BIL-04/05: a call's charge, rounded up
     refuse_plan = staticmethod(revocations.refuse_plan)  # RUN-14: a plan never dispatchable
 
     def _begin(
@@ -377,7 +378,7 @@ class Workers:
                 RunStore.end(db, run_id, reason, at, worker=worker)
                 return None
             prompt, completion, cached = self.usage_figures(usage)
-            charge = billing.charge(prices, prompt, cached, completion)
+            charge = self.price(prices, prompt, cached, completion)
             collected = Wallets.settle(db, session.wallet_id, reservation, charge)
             db.execute(
                 "UPDATE model_calls SET state = 'settled', charge = ?, usage = ?, response = ? "
