@@ -269,7 +269,12 @@ class Conversation:
                        f"{record.id} (Idempotency-Key {record.idempotency_key}) resends the "
                        f"body of {sent[body]}: {body[:200]!r}")
             refused = (record.status_code or 0) >= 400 or record.outcome == "failed"
-            if not refused:
+            # RUN-12 forbids resending a request whose result or cost is unknown. The engine's
+            # own requests (summaries) answered with usage were known to it: asking the same
+            # stretch again later (its candidate refused) is no resend. The conversation's
+            # own requests stay strict: one sent again means its answer was dropped.
+            known = record.outcome == "answered" and record.usage is not None
+            if not refused and not (record.conversation != self.script and known):
                 sent.setdefault(body, record.id)
 
     def _judge_wallet(self, ours: list[Any], states: dict[str, Any]) -> None:
