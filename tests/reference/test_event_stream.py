@@ -228,7 +228,9 @@ def test_watch_event_stream_over_a_socket(woken: bool) -> None:
         run_id = s.post(f"/v1/sessions/{session_id}/runs", {"input": "Hello"})["run_id"]
         wait_state(s, run_id, "running")
         stored = len(s.client.get(f"/v1/runs/{run_id}/events").json()["events"])
-        target = HttpTarget(httpx.Client(base_url=s.url, timeout=2),
+        # The read timeout bounds each wait: long where the events must come (a busy machine
+        # may be slow to send them), short where they never will.
+        target = HttpTarget(httpx.Client(base_url=s.url, timeout=20 if woken else 2),
                             TargetInfo("t", "url", s.url, "reference"),
                             {"full": "arck-dev-full"})
         moved: list[float] = []
