@@ -556,6 +556,9 @@ class HttpTarget:
                         break
             except httpx.ReadTimeout:
                 pass  # the stream said nothing more in time: what it said is the answer
+            except httpx.TransportError:
+                if box is None or not box.get("hung_up"):
+                    raise  # else `_read_during` closed it under this read: what it said
             finally:
                 # Unread body: httpx closes the connection instead of pooling it, and the
                 # server sees its client go.
@@ -594,10 +597,11 @@ class HttpTarget:
         try:
             during()
         finally:
-            reader.join(wait)
+            reader.join(wait + 1)  # its own read timeout ends it first, when nothing comes
             if reader.is_alive():
                 response = box.get("response")
                 if response is not None:
+                    box["hung_up"] = True
                     response.close()  # a stream still open after the read timeout: hang up
                 reader.join(wait)
         if "error" in box:
