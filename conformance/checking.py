@@ -80,22 +80,15 @@ class _OutOfTime(BaseException):
     counts nor shrinks it (see _Verdict)."""
 
 
-def _spent(ctx: CheckContext) -> bool:
-    """Whether the search's time is spent before a new input: never once it has found a
+def _in_time(ctx: CheckContext) -> None:
+    """Before each new input: stop the search once its time is spent, unless it has found a
     failure (then the input is part of shrinking it, which the check's own timeout bounds)
-    or before it has tried one input."""
+    or has not tried one input yet."""
     search = _SEARCH.get()
     if search is None or search.failed or search.deadline is None or not ctx.examples:
-        return False
+        return
     if time.monotonic() > search.deadline:
         ctx.stopped_by_time = True
-        return True
-    return False
-
-
-def _in_time(ctx: CheckContext) -> None:
-    """Before each new input: stop the search once its time is spent (`_spent`)."""
-    if _spent(ctx):
         raise _OutOfTime
 
 
