@@ -1,6 +1,8 @@
 """The check × mutant table (SPEC H-04): the suite catches every known-bad variant.
 
-Each mutant is run through `arck run` in a subprocess, on the requirements it claims to break:
+Each mutant is run through `arck run` (a child forked from a warm server, `forkrun.py`: the same
+command line and exit code as a subprocess, without two hundred cold imports), on the
+requirements it claims to break:
 each of them must fail (warn, for a recommended one), never be "not testable" (a mutant that
 breaks setup proves nothing about a check). Every check of the suite must be failed by at least
 one mutant, and the reference itself must pass. The runs are slow, so one session fixture
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forkrun import arck as forked_arck
 
 from arck.conformance import catalogue
 from arck.conformance.coverage import coverage
@@ -54,15 +57,23 @@ class Run:
 
 
 def _arck_run(target: str, args: list[str], report_dir: Path) -> Run:
-    command = [sys.executable, "-m", "arck.conformance.cli", "run", "--target", target, *args,
-               "--report-dir", str(report_dir)]
-    done = subprocess.run(
-        command, capture_output=True, text=True, check=False, timeout=TIMEOUT_S,
-        cwd=report_dir.parent, env={**os.environ, "CI": "true"},
-    )
+    """`arck run` on `target`: the README's main job as a subprocess, exactly as a user types
+    it; a mutant's run forked from the warm server."""
+    args = ["run", "--target", target, *args, "--report-dir", str(report_dir)]
+    if target == REFERENCE:
+        done = subprocess.run(
+            [sys.executable, "-m", "arck.conformance.cli", *args], capture_output=True,
+            text=True, check=False, timeout=TIMEOUT_S, cwd=report_dir.parent,
+            env={**os.environ, "CI": "true"},
+        )
+        returncode, output = done.returncode, done.stdout + done.stderr
+    else:
+        log = report_dir.parent / f"{report_dir.name}.log"
+        finished = forked_arck(args, report_dir.parent, log, TIMEOUT_S)
+        returncode, output = finished.returncode, finished.output
     path = report_dir / "report.json"
     report = json.loads(path.read_text("utf-8")) if path.exists() else None
-    return Run(done.returncode, done.stdout + done.stderr, report)
+    return Run(returncode, output, report)
 
 
 class Runs:
@@ -83,7 +94,7 @@ class Runs:
     @staticmethod
     def _run(name: str, report_dir: Path) -> Run:
         if name == REFERENCE:  # the README's main job, as CI runs it (profile ci, seed 0)
-            return _arck_run(REFERENCE, [], report_dir)
+            return _arck_run(REFERENCE, ["--workers", "auto"], report_dir)
         mutant = CATALOGUE[name]
         args = ["--requirements", ",".join(mutant.breaks), "--seed", SEED,
                 "--max-examples", EXAMPLES]
