@@ -248,3 +248,75 @@ def test_cost_pending_lookups_keep_their_schedule(ctx: CheckContext) -> None:
            "after the timeout: in progress at the lookup 60 s after it, processed at the next, "
            "120 s later", f"model_call.finished at {timed_out}, reconciled "
            f"{[(e.get('at'), (e.get('data') or {}).get('verdict')) for e in checked]}")
+
+
+@check("RUN-09", "RUN-13")
+def test_the_session_goes_on_after_a_cancel_with_calls_open(ctx: CheckContext) -> None:
+    """A run cancelled while its tool call waits leaves the call as it is (RUN-13), and the
+    session's next run reuses the history (RUN-09) in a request the model can answer: one that
+    answers every tool call it holds (a provider refuses a request with a call left
+    unanswered, as this one does). The next run's model request is accepted, and under the
+    reference profile the run ends `completed` (docs/runs.md, Cancelling a run with open tool
+    calls)."""
+    w = world(ctx)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"order": 9})]),
+                     Step(text=TEXT)])
+    session = w.session(agent, w.wallet(FUNDS))
+    first = str(w.start(session, "Look order 9 up")["run_id"])
+    snapshot, _ = w.settle(first)
+    if snapshot.get("state") != "waiting_tools":
+        raise NotTestable(f"not testable: the run never waited for its tool call: {snapshot}")
+    w.ok(w.target.cancel_run(first), f"cancel run {first}")
+    before = len(w.requests(agent))
+    then = str(w.start(session, "Never mind the order; just answer")["run_id"])
+    snapshot, _ = w.settle(then)
+    none_reached = "none: no request of the next run reached the model"
+    statuses = {r.id: r.status_code for r in w.provider.records()}
+    # a request the provider refuses as invalid (a call left unanswered) never reaches its
+    # ledger: no status is recorded for it
+    answers = [statuses.get(r.id) or "refused as invalid" for r in w.requests(agent)[before:]]
+    replay = (f"Reproduce: a version whose model calls {TOOL} and then answers text; run 1 "
+              "waits for its call and is cancelled (POST /v1/runs/{run_id}/cancel); run 2 on "
+              "the same session: its model request must answer the cancelled run's call.")
+    expect(bool(answers) and all(status == 200 for status in answers), ("RUN-09", "RUN-13"),
+           "the next run's model request(s) accepted by the provider (every tool call of the "
+           "history answered)", lambda: f"provider statuses {answers or none_reached}; "
+           f"run 2 {snapshot}; "
+           f"last request {w.requests(agent)[-1].body[-600:]!r}", replay)
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "completed", "RUN-13",
+               "profile: the next run ended `completed`", str(snapshot), replay)
+
+
+@check("RUN-11", "BIL-02")
+def test_a_wallet_drained_mid_run_ends_the_run(ctx: CheckContext) -> None:
+    """A wallet holding exactly the first call's reservation: the run is admitted, its first
+    call charged (its usage × price, above zero), and the call after the tool's result can no
+    longer be covered. That call is never sent (BIL-02), and the run ends by itself rather
+    than waiting for money (RUN-11); under the reference profile `insufficient_balance`."""
+    w = world(ctx)
+    exact = runoracle.profile_reservation(ODD.input_capacity, ODD.output_capacity,
+                                          ODD.input_price, ODD.output_price)
+    agent = w.agent([Step(tool_calls=[ToolCall(name=TOOL, arguments={"order": 4})]),
+                     Step(text=TEXT)], channel=w.channel(ODD))
+    run_id = str(w.start(w.session(agent, w.wallet(exact)), "Look order 4 up")["run_id"])
+    snapshot, _ = w.settle(run_id)
+    calls = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+    if snapshot.get("state") != "waiting_tools" or len(calls) != 1:
+        raise NotTestable(f"not testable: the run never waited for its tool call: {snapshot}")
+    w.ok(w.answer(str(calls[0].get("call_id")), {"order": 4}, f"arck-drained-{run_id}"),
+         "send the tool call's receipt")
+    snapshot, _ = w.settle(run_id)
+    sent = len(w.requests(agent))
+    replay = (f"Reproduce: a wallet of {exact} micro-units (the reservation of "
+              f"{_figure()}), a version that calls {TOOL} then answers text; answer the call "
+              "and read the run (docs/runs.md, Decisions).")
+    expect(sent == 1, "BIL-02", "no second model request: the wallet cannot cover its "
+           "reservation after the first call's charge", f"{sent} model request(s); {snapshot}",
+           replay)
+    expect(snapshot.get("state") == "ended" and bool(snapshot.get("end_reason")), "RUN-11",
+           "the run ended, with its reason, once its next call could not be covered",
+           str(snapshot), replay)
+    if ctx.profile == "reference":
+        expect(snapshot.get("end_reason") == "insufficient_balance", "RUN-11",
+               "profile: the run ended `insufficient_balance`", str(snapshot), replay)

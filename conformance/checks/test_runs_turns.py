@@ -337,6 +337,39 @@ def _pending_input(ctx: CheckContext, w: RunWorld, run_id: str) -> str | None:
     return text
 
 
+@check("RUN-06")
+def test_input_after_the_end_is_refused_or_carried(ctx: CheckContext) -> None:
+    """Input for a run that has ended can no longer be appended to it: it is refused, or, if
+    taken, it is not lost (the session's next run carries it to the model). Under the
+    reference profile it is refused with 409 (docs/runs.md, Appended input: send it as the
+    next run's)."""
+    w = world(ctx)
+    append = _step(w, "append_input", "appended-input")
+    agent = w.agent([Step(text="Done."), Step(text="Done again.")])
+    session = w.session(agent, w.wallet(FUNDS))
+    run_id = str(w.start(session, "Say done")["run_id"])
+    snapshot, _ = w.settle(run_id)
+    if snapshot.get("state") != "ended":
+        raise NotTestable(f"not testable: the run did not end: {snapshot}")
+    late = f"arck input after the end {ctx.name('input')}"
+    exchange = append(run_id, late)
+    _available(exchange, "appended-input step")
+    replay = ("Reproduce: a run whose model answers text; once it has ended, POST "
+              "/v1/runs/{run_id}/input {\"input\": ...} (docs/runs.md, Appended input).")
+    if ctx.profile == "reference":
+        expect(exchange.status == 409, "RUN-06", "profile: input for an ended run refused "
+               "with 409", exchange.describe, replay)
+    if not 200 <= exchange.status < 300:
+        return
+    w.settle(str(w.start(session, "And now?")["run_id"]))
+    carried = [n for n, r in enumerate(w.requests(agent), start=1)
+               if late in r.body.decode("utf-8", "replace")]
+    expect(bool(carried), "RUN-06", "input taken for an ended run carried to the model by the "
+           "session's next run (accepted input is never lost)",
+           f"answered {exchange.status}, then in none of {len(w.requests(agent))} model "
+           "request(s)", replay)
+
+
 # -- RUN-10: the chat-history tool ----------------------------------------------------------------
 
 

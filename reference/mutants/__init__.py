@@ -813,6 +813,39 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "turns:input_before_revocation",
     ),
     (
+        "cancel-leaves-calls-open",
+        "a cancel answers none of the run's open tool calls in the execution history: the "
+        "session's next request holds calls with no tool message, which a provider refuses",
+        ("RUN-09", "RUN-13"),
+        "ends:cancel_leaves_calls_open",
+    ),
+    (
+        "cancel-body-unchecked",
+        "a cancel takes any body: an unknown member, a reason of any type or length",
+        ("PRO-02",),
+        "ends:cancel_body_unchecked",
+    ),
+    (
+        "claim-ids-short",
+        "a detach's claim_id may be at most 199 characters: a well-formed id at the "
+        "documented bound (200) is refused 422 instead of 409 (no such claim)",
+        ("PRO-02",),
+        "ends:claim_ids_short",
+    ),
+    (
+        "drained-run-waits",
+        "a call the wallet can no longer cover is not sent, but the run is not ended: it "
+        "stays running, waiting for money",
+        ("RUN-11",),
+        "ends:drained_run_waits",
+    ),
+    (
+        "input-after-end-taken",
+        "input for a run that has ended is taken (200, pending) and never applied",
+        ("RUN-06",),
+        "ends:input_after_end_taken",
+    ),
+    (
         "revoked-call-unbound",
         "a refused plan's calls lose their tool's binding: an executor holding it is told "
         "403 (outside its scope) instead of 409 (the call's state)",
