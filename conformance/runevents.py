@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["Catalogue", "EventSpec", "Finding", "conforms", "judge", "load", "parse_sse",
            "schema_problems"]
@@ -206,6 +206,9 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
       waited for its batch: it is queued again when the batch is final, Receipts);
     * every model-call event names a call whose `model_call.started` came before it, and a
       call finishes at most once; a retry's `retry.of` names a call refused before it;
+    * a settlement's money adds up (Cost-pending calls): what the wallet paid is at most the
+      charge, paid + released = the call's reservation, and a call the provider refused or
+      never processed costs nothing;
     * a claim names a call of a tool plan accepted before it (RUN-16: accepted before any
       dispatch);
     * a main call whose compaction decision is `local`, `summary`, `local+summary` or
@@ -261,6 +264,7 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     found += _admission(shaped, kinds)
     found += _requeued(kinds)
     found += _calls(shaped, kinds, end_at)
+    found += _money(shaped, kinds)
     found += _claims(shaped, kinds)
     found += _compactions(shaped, kinds)
     return found
@@ -336,6 +340,41 @@ def _calls(shaped: Sequence[Mapping[str, Any]], kinds: list[str], end_at: int
                 if data.get("outcome") == "refused":
                     refused.add(call)
     return found
+
+
+def _money(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    """The figures of `model_call.finished` and `model_call.reconciled` against each other and
+    against the call's reservation (docs/runs.md, Billing and Cost-pending calls)."""
+    found: list[Finding] = []
+    billing = ("RUN-16", "BIL-03")
+    reserved: dict[Any, int] = {}
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        call = data.get("call_id")
+        if kinds[i] == "model_call.started" and _whole(data.get("reservation")):
+            reserved[call] = data["reservation"]
+        if kinds[i] not in ("model_call.finished", "model_call.reconciled"):
+            continue
+        charge, collected, released = (data.get(k) for k in ("charge", "collected", "released"))
+        where = f"event {event.get('id')} ({kinds[i]}): {_short(data)}"
+        if _whole(charge) and _whole(collected) and not 0 <= collected <= charge:
+            found.append(Finding(billing, "`collected` between 0 and `charge` (the wallet pays "
+                                 "at most the call's cost)", where))
+        if _whole(collected) and _whole(released) and call in reserved \
+                and collected + released != reserved[call]:
+            found.append(Finding(billing, f"`collected` + `released` = the call's reservation "
+                                 f"{reserved[call]} (its model_call.started)", where))
+        if kinds[i] == "model_call.reconciled" and \
+                data.get("verdict") in ("refused", "not_processed") and \
+                (charge not in (None, 0) or collected not in (None, 0)):
+            found.append(Finding(billing, "a call the provider refused or never processed "
+                                 "costs nothing: `charge` and `collected` 0 (the reservation "
+                                 "released)", where))
+    return found
+
+
+def _whole(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _claims(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:

@@ -56,6 +56,7 @@ RECONCILE_STEP_S = 70.0  # a cost-pending call is looked up 60 s after a worker 
 RECONCILE_STEPS = 4
 BACKOFFS = [1.0, 2.0, 4.0]  # Refused calls: no retry-after → 1 s, 2 s, 4 s; 3 retries
 CALLS = 4  # "at most 3 retries per step (4 calls for one request)"
+LATE_REFUSAL_S = 45.0  # past the channel's 30 s timeout, before the first lookup
 # Compaction on a window of min(4,000, 6,000 − 500) − 2,000 = 2,000 tokens: three tool
 # exchanges of 1,024-byte projections after a 2,000-byte input reach 70% before the fourth
 # call even after local compaction, so a summary is asked, and the summary model's answer
@@ -102,6 +103,10 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
                  f"{RECONCILE_STEPS} × {RECONCILE_STEP_S:.0f} s",
                  ("model_call.finished", "run.ended", "model_call.reconciled"),
                  "cost_pending_reconciliation"),
+        Scenario("refused late", f"the provider's 503 comes {LATE_REFUSAL_S:.0f} s after the "
+                 f"call, past its 30 s timeout, then {RECONCILE_STEPS} × "
+                 f"{RECONCILE_STEP_S:.0f} s", ("model_call.finished", "run.ended",
+                                                "model_call.reconciled"), "model_timeout"),
         Scenario("compaction", "three tool exchanges on a 2,000-token window, the summary "
                  "model answering tool-call syntax", ("compaction.applied",
                                                       "compaction.refused", "run.ended"),
@@ -311,6 +316,29 @@ def _lost(w: RunWorld) -> None:
     _judge(w, "answer lost", run_id, settled)
 
 
+def _refused_late(w: RunWorld) -> None:
+    """A call given up at its timeout whose provider answers 503 later: looked up, `refused`,
+    nothing charged, the whole reservation released (docs/runs.md, Cost-pending calls)."""
+    agent = w.agent([Step(faults=[SlowStart(seconds=LATE_REFUSAL_S),
+                                  ServerError(status=503)])])
+    with w.faults("slow_start", "server_error"):  # the 503 goes out after the run ended
+        run_id = _run(w, agent, "Anyone?")
+        w.settle(run_id)
+        for _ in range(RECONCILE_STEPS):
+            if w.of_type(run_id, "model_call.reconciled"):
+                break
+            w.control.advance(RECONCILE_STEP_S)
+
+    def released(events: list[dict[str, Any]]) -> list[Finding]:
+        found = _of(events, "model_call.reconciled")
+        return _finding(len(found) == 1 and found[0].get("verdict") == "refused",
+                        "one `model_call.reconciled` with `verdict` \"refused\" (the "
+                        "provider answered the call 503, after its timeout)",
+                        lambda: str(found))
+
+    _judge(w, "refused late", run_id, released)
+
+
 def _compaction(w: RunWorld) -> None:
     summary = w.channel(ChannelSpec(model=w.ctx.name("summary-model")))
     w.provider.add_model_script(summary.spec.model, [Step(text=FORGED_SUMMARY)] * 4)
@@ -340,14 +368,15 @@ def _uncompactable(w: RunWorld) -> None:
 def test_run_events_follow_the_catalogue(ctx: CheckContext) -> None:
     """Runs that complete after a tool call (a lapsed claim, progress, a protected result),
     meet tools the engine answers, are cancelled, refused at admission, give up after three
-    retries, lose an answer then reconcile it, compact and refuse a summary, or cannot
+    retries, lose an answer then reconcile it, have a late refusal looked up, compact and
+    refuse a summary, or cannot
     compact: every event of each has its documented members and types, ids count 1, 2, ...,
     `run.ended` is recorded once with the snapshot's reason and only a model call's
     settlement follows it, and each run shows the types its scenario exists for."""
     w = world(ctx)
     needs_virtual_time(w, "retry backoffs, a lapsed claim and a reconciliation a minute on")
     for scenario in (_tool_call, _engine_answers, _cancelled, _refused, _retries, _lost,
-                     _compaction, _uncompactable):
+                     _refused_late, _compaction, _uncompactable):
         scenario(w)
 
 
@@ -646,7 +675,8 @@ def test_event_stream_carries_events_as_stored(ctx: CheckContext) -> None:
 def test_malformed_last_event_id(ctx: CheckContext) -> None:
     """A `Last-Event-ID` that is no decimal integer of at most 18 digits (letters, a sign, a
     fraction, empty, an exponent, hex, two numbers, 19 and 40 digits) is 422 before any
-    stream starts, the error naming the header; never a 5xx."""
+    stream starts, the error naming the header; never a 5xx. One of exactly 18 digits (the
+    bound, past every event) is well-formed: 200, the stream."""
     w = world(ctx)
     run_id = _refused_run(w)
     valid = _reader(w)(run_id, "0")
@@ -658,6 +688,11 @@ def test_malformed_last_event_id(ctx: CheckContext) -> None:
     if valid.headers.get("content-type", "").split(";")[0].strip().lower() != STREAM:
         raise NotApplicable(f"the target answers no {STREAM} for a run's events, so it reads "
                             f"no Last-Event-ID: {valid.describe()}")
+    at_bound = "9" * 18
+    exchange = _reader(w)(run_id, at_bound)
+    expect(exchange.status == 200, "PRO-02", "200 for Last-Event-ID of 18 digits (at the "
+           "bound: a decimal integer of at most 18 digits, docs/runs.md, Event stream)",
+           exchange.describe, _curl(exchange, at_bound))
     for value in MALFORMED:
         exchange = _reader(w)(run_id, value)
         expect(exchange.status < 500, "PRO-02", f"no 5xx for Last-Event-ID {value!r} (422)",

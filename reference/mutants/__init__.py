@@ -833,6 +833,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "ends:claim_ids_short",
     ),
     (
+        "lookup-refusals-unseen",
+        "a cost-pending call's lookup ignores error answers: a call the provider refused "
+        "after its timeout is reconciled `not_processed`, not `refused`",
+        ("RUN-16",),
+        "edges:lookup_refusals_unseen",
+    ),
+    (
+        "released-call-charged",
+        "a released call's `model_call.reconciled` says `charge` 1 though nothing was "
+        "collected",
+        ("RUN-16",),
+        "edges:released_call_charged",
+    ),
+    (
         "drained-run-waits",
         "a call the wallet can no longer cover is not sent, but the run is not ended: it "
         "stays running, waiting for money",
@@ -1336,6 +1350,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "its keep-alive tick, so every event of an active run arrives late",
         ("RUN-16",),
         "events:stream_polls_only",
+    ),
+    (
+        "last-event-id-17-digits",
+        "Last-Event-ID of 18 digits, at the documented bound, refused 422",
+        ("PRO-02",),
+        "events:last_event_id_17_digits",
     ),
     (
         "last-event-id-500",

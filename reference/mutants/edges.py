@@ -18,7 +18,7 @@ from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
 from arck.reference.runtime.modelcall import ModelClient, Outcome
-from arck.reference.runtime.reconcile import Reconciler
+from arck.reference.runtime.reconcile import Reconciler, Verdict, judge
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import Channel
@@ -264,6 +264,50 @@ class NeverReconcilesWorkers(Workers):
 
 def cost_pending_never_settled() -> FastAPI:
     return serve(workers_class=NeverReconcilesWorkers)
+
+
+def _errors_unseen(records: list[dict[str, Any]] | None) -> Verdict:
+    """A lookup that ignores error answers: a call the provider refused is `not_processed`."""
+    kept = None if records is None else [
+        r for r in records if r.get("outcome") != "answered" or r.get("status_code") == 200]
+    return judge(kept)
+
+
+class _RefusalsUnseen(Reconciler):
+    judge = staticmethod(_errors_unseen)
+
+
+class RefusalsUnseenWorkers(Workers):
+    def start(self) -> None:
+        if self.reconciler is None:
+            self.reconciler = _RefusalsUnseen(self)
+        super().start()
+
+
+def lookup_refusals_unseen() -> FastAPI:
+    return serve(workers_class=RefusalsUnseenWorkers)
+
+
+class _ReleaseChargedOne(Reconciler):
+    """A released call's `model_call.reconciled` says `charge` 1 (nothing was collected)."""
+
+    def _settle(self, call_id: str, verdict: Any) -> None:
+        super()._settle(call_id, verdict)
+        with self.store.transaction() as db:
+            db.execute("UPDATE run_events SET data = json_set(data, '$.charge', 1) WHERE "
+                       "type = 'model_call.reconciled' AND json_extract(data, '$.call_id') = ? "
+                       "AND json_extract(data, '$.verdict') != 'processed'", (call_id,))
+
+
+class ReleaseChargedOneWorkers(Workers):
+    def start(self) -> None:
+        if self.reconciler is None:
+            self.reconciler = _ReleaseChargedOne(self)
+        super().start()
+
+
+def released_call_charged() -> FastAPI:
+    return serve(workers_class=ReleaseChargedOneWorkers)
 
 
 class _GrantMisnamed(Runtime):

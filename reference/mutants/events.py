@@ -174,6 +174,29 @@ class _IntLastEventId:
         await self.app(scope, receive, send)
 
 
+class _SeventeenDigits:
+    """Takes at most 17 digits: an id of 18, at the documented bound, is refused 422."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = scope.get("headers", []) if scope["type"] == "http" else []
+        raw = next((v for k, v in headers if k.lower() == b"last-event-id"), b"")
+        if len(raw.strip()) == 18 and str(scope.get("path", "")).endswith("/events"):
+            error = {"code": "validation_failed", "path": "Last-Event-ID",
+                     "message": "Last-Event-ID: at most 17 digits"}
+            await JSONResponse({"error": error}, status_code=422)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def last_event_id_17_digits() -> FastAPI:
+    app = serve()
+    app.add_middleware(_SeventeenDigits)
+    return app
+
+
 def last_event_id_500() -> FastAPI:
     app = serve()
     app.add_middleware(_IntLastEventId)

@@ -97,6 +97,8 @@ def judge(records: list[dict[str, Any]] | None) -> Verdict:
 
 
 class Reconciler:
+    judge = staticmethod(judge)  # the verdict of a lookup (a mutant's seam)
+
     def __init__(self, workers: Workers) -> None:
         self.workers = workers
         self.store = workers.store
@@ -130,7 +132,7 @@ class Reconciler:
             return
         deadline = self._started(run_id, call_id)[0] + channel.timeout_ms / 1000
         while True:
-            verdict = judge(await workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
+            verdict = self.judge(await workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
             now = self.clock.now()
             if verdict.kind != "in_progress" or now >= deadline:
                 break
@@ -237,7 +239,7 @@ class Reconciler:
             if state is None or state[0] not in _PENDING:
                 db.execute("DELETE FROM reconciliations WHERE call_id = ?", (call_id,))
                 return True
-        verdict = judge(await self.workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
+        verdict = self.judge(await self.workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
         if verdict.kind in ("refused", "not_processed") or (
                 verdict.kind == "processed" and verdict.usage is not None):
             self._settle(call_id, verdict)

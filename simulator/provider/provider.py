@@ -220,7 +220,9 @@ class SimulatedProvider:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             def unseen(done: asyncio.Future[Reply]) -> None:
-                if not done.cancelled() and done.exception() is None:
+                # an answer nobody read is lost; an error stays answered (nothing billed)
+                if not done.cancelled() and done.exception() is None \
+                        and done.result().status == 200:
                     self._ledger.update(request_id, outcome="lost",
                                         finished_at=self.clock.now())
 

@@ -149,7 +149,8 @@ FAULT_KINDS = (
     "usage_missing",
     "side_effect",
 )
-# Faults that replace the answer with an error: they combine with nothing else.
+# Faults that replace the answer with an error: they combine with nothing else but
+# slow_start (the error then comes that much later).
 ERROR_FAULTS = frozenset({"server_error", "rate_limit", "context_length"})
 
 
@@ -221,10 +222,11 @@ class Step(_Data):
         if len(set(kinds)) < len(kinds):
             raise ValueError(f"faults: a kind appears twice in {kinds}")
         errors = ERROR_FAULTS.intersection(kinds)
-        if errors and (len(kinds) > 1 or asked or self.text is not None):
+        others = [k for k in kinds if k not in errors and k != "slow_start"]
+        if errors and (len(errors) > 1 or others or asked or self.text is not None):
             raise ValueError(
-                f"faults: {sorted(errors)[0]} answers with an error: no other fault, "
-                "text or call on the same step"
+                f"faults: {sorted(errors)[0]} answers with an error: no other fault (but "
+                "slow_start, which delays it), text or call on the same step"
             )
         if {"usage_drift", "usage_missing"} <= set(kinds):
             raise ValueError("faults: usage_drift and usage_missing exclude each other")
