@@ -297,11 +297,16 @@ def _lost_run(w: RunWorld) -> str:
     with w.faults("lost_response"):
         run_id = _run(w, agent, "Hello?")
         w.settle(run_id)
+    _until_reconciled(w, run_id)
+    return run_id
+
+
+def _until_reconciled(w: RunWorld, run_id: str) -> None:
+    """Time on, a step at a time, until the run's cost-pending call is reconciled."""
     for _ in range(RECONCILE_STEPS):
         if w.of_type(run_id, "model_call.reconciled"):
             break
         w.control.advance(RECONCILE_STEP_S)
-    return run_id
 
 
 def _lost(w: RunWorld) -> None:
@@ -324,10 +329,7 @@ def _refused_late(w: RunWorld) -> None:
     with w.faults("slow_start", "server_error"):  # the 503 goes out after the run ended
         run_id = _run(w, agent, "Anyone?")
         w.settle(run_id)
-        for _ in range(RECONCILE_STEPS):
-            if w.of_type(run_id, "model_call.reconciled"):
-                break
-            w.control.advance(RECONCILE_STEP_S)
+        _until_reconciled(w, run_id)
 
     def released(events: list[dict[str, Any]]) -> list[Finding]:
         found = _of(events, "model_call.reconciled")
