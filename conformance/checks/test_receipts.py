@@ -305,8 +305,8 @@ def test_runs_waiting_on_tools_hold_no_worker(ctx: CheckContext) -> None:
 def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     """Profile: a claim not accepted within its 30 s lapses; the call is claimed again under
     a new claim_id and acceptance under the old one is refused; a claim's receipts come from
-    the executor that won it; a detach before acceptance
-    reopens the call; acceptance is refused once the run has ended; progress sequences
+    the executor that won it, and none but `accepted` before acceptance; a detach before
+    acceptance reopens the call; acceptance is refused once the run has ended; progress sequences
     only increase."""
     if ctx.profile != "reference":
         raise NotApplicable("claim leases, detach and progress numbering are the reference "
@@ -333,6 +333,12 @@ def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     expect(_ok(reopened), "EXE-17", "a call detached before acceptance claimable again",
            reopened.describe)
     claim = str((reopened.json_or_none() or {}).get("claim_id"))
+    for early in ({"kind": "progress", "sequence": 1}, {"kind": "completed", "result": {}}):
+        body = {"receipt_id": f"arck-early-{early['kind']}", "claim_id": claim, **early}
+        answer = target.submit_receipt(call_id, body, role=w.executor())
+        expect(answer.status == 409, "EXE-17", f"a {early['kind']} receipt under a claim not "
+               "accepted yet refused 409 (nothing is reported before `accepted` is "
+               "confirmed; docs/executors.md, Receipts)", answer.describe)
     other = target.submit_receipt(call_id, {"receipt_id": "arck-not-mine", "claim_id": claim,
                                             "kind": "accepted"}, role=w.register_executor())
     expect(other.status == 409, "EXE-17", "acceptance under the current claim refused 409 "

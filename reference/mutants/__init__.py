@@ -847,6 +847,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:released_call_charged",
     ),
     (
+        "unaccepted-reports-taken",
+        "progress and final receipts are taken under a claim not accepted yet, as if it were",
+        ("EXE-17",),
+        "executors:unaccepted_reports_taken",
+    ),
+    (
         "drained-run-waits",
         "a call the wallet can no longer cover is not sent, but the run is not ended: it "
         "stays running, waiting for money",

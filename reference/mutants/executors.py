@@ -216,6 +216,17 @@ class ReceiptIdOnlyRuntime(Runtime):
         return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
+class UnacceptedReportsRuntime(Runtime):
+    """Takes progress and finals under a claim not accepted yet, as if it were (EXE-17:
+    nothing but `accepted` before acceptance; EXE-06: no work before it is confirmed)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        if receipt.kind != "accepted" and call.state == "claimed":
+            call = dataclasses.replace(call, state="accepted")
+        return super().take_receipt(db, executor_id, call, receipt, body, at)
+
+
 class LateFinalAppliedRuntime(Runtime):
     """Never looks at the run when a final arrives: a final after the run ended enters its
     histories like any other (EXE-13)."""
@@ -440,6 +451,10 @@ def duplicate_applied_twice() -> FastAPI:
 
 def receipt_id_only() -> FastAPI:
     return serve(runtime_class=ReceiptIdOnlyRuntime)
+
+
+def unaccepted_reports_taken() -> FastAPI:
+    return serve(runtime_class=UnacceptedReportsRuntime)
 
 
 def late_receipt_applied() -> FastAPI:
