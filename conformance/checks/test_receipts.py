@@ -45,7 +45,8 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
     """The same receipt delivered again (after later ones, possibly) is answered as a
     replay with the first outcome and changes nothing: one tool result in the history, the
     run where the first delivery left it. A repeated progress receipt comes after a later
-    one: a replay, not a sequence out of order."""
+    one: a replay, not a sequence out of order. A first delivery is never answered as a
+    replay (an executor told `replayed: true` would not do the work, EXE-10)."""
     result, which, copies = case
     w = world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "duplicate"})
@@ -67,6 +68,11 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
     if not _ok(first):
         raise NotTestable(f"not testable: the final receipt was refused: {first.describe()}",
                           exchange=first)
+    news = [sent, first] if which == "progress" else [first]
+    for answer in news:  # an executor told `replayed: true` would skip work never done
+        expect((answer.json_or_none() or {}).get("replayed") is not True, "EXE-08",
+               "a receipt's first delivery not answered as a replay (no `replayed: true`)",
+               answer.describe)
     w.settle(run_id)
     before = _state(w, run_id, session)
     body: dict[str, Any] = {"accepted": accepted, "progress": progress[0], "final": final}[which]

@@ -847,6 +847,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:released_call_charged",
     ),
     (
+        "first-delivery-replayed",
+        "every receipt is answered replayed: true, its first delivery too",
+        ("EXE-08",),
+        "executors:first_delivery_replayed",
+    ),
+    (
         "unaccepted-reports-taken",
         "progress and final receipts are taken under a claim not accepted yet, as if it were",
         ("EXE-17",),

@@ -216,6 +216,16 @@ class ReceiptIdOnlyRuntime(Runtime):
         return super().take_receipt(db, executor_id, call, receipt, body, at)
 
 
+class FirstDeliveryReplayedRuntime(Runtime):
+    """Answers every receipt `replayed: true`, the first delivery too: an executor that
+    trusts it never starts the work it was just confirmed for (EXE-08, EXE-10)."""
+
+    def take_receipt(self, db: sqlite3.Connection, executor_id: str, call: CallRow,
+                     receipt: Receipt, body: dict[str, Any], at: float) -> ReceiptAnswer:
+        answer = super().take_receipt(db, executor_id, call, receipt, body, at)
+        return answer.model_copy(update={"replayed": True})
+
+
 class UnacceptedReportsRuntime(Runtime):
     """Takes progress and finals under a claim not accepted yet, as if it were (EXE-17:
     nothing but `accepted` before acceptance; EXE-06: no work before it is confirmed)."""
@@ -451,6 +461,10 @@ def duplicate_applied_twice() -> FastAPI:
 
 def receipt_id_only() -> FastAPI:
     return serve(runtime_class=ReceiptIdOnlyRuntime)
+
+
+def first_delivery_replayed() -> FastAPI:
+    return serve(runtime_class=FirstDeliveryReplayedRuntime)
 
 
 def unaccepted_reports_taken() -> FastAPI:
