@@ -204,8 +204,9 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
       any other run records `run.queued` before its first `model_call.started` (RUN-01),
       and again between a `tool_plan.accepted` and the next `model_call.started` (the run
       waited for its batch: it is queued again when the batch is final, Receipts);
-    * every model-call event names a call whose `model_call.started` came before it, and a
-      call finishes at most once; a retry's `retry.of` names a call refused before it;
+    * every model-call event names a call whose `model_call.started` came before it, a call
+      finishes at most once, and every call started is settled (finished or reconciled);
+      a retry's `retry.of` names a call refused before it;
     * a settlement's money adds up (Cost-pending calls): what the wallet paid is at most the
       charge, paid + released = the call's reservation, and a call the provider refused or
       never processed costs nothing;
@@ -312,6 +313,7 @@ def _calls(shaped: Sequence[Mapping[str, Any]], kinds: list[str], end_at: int
     model = ("RUN-16", "RUN-15")
     started: set[Any] = set()
     finished: set[Any] = set()
+    reconciled: set[Any] = set()
     refused: set[Any] = set()
     for i, event in enumerate(shaped):
         data = _data(event)
@@ -339,6 +341,13 @@ def _calls(shaped: Sequence[Mapping[str, Any]], kinds: list[str], end_at: int
                 finished.add(call)
                 if data.get("outcome") == "refused":
                     refused.add(call)
+            elif kinds[i] == "model_call.reconciled":
+                reconciled.add(call)
+    unsettled = sorted(map(str, started - finished - reconciled))
+    if unsettled:
+        found.append(Finding(model, "each model call started settled in the events: its "
+                             "`model_call.finished` (with its usage or why it has none) or "
+                             "`model_call.reconciled`", f"no settlement for {unsettled[:5]}"))
     return found
 
 

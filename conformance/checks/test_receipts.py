@@ -340,8 +340,8 @@ def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
            reopened.describe)
     claim = str((reopened.json_or_none() or {}).get("claim_id"))
     for early in ({"kind": "progress", "sequence": 1}, {"kind": "completed", "result": {}}):
-        body = {"receipt_id": f"arck-early-{early['kind']}", "claim_id": claim, **early}
-        answer = target.submit_receipt(call_id, body, role=w.executor())
+        report = {"receipt_id": f"arck-early-{early['kind']}", "claim_id": claim, **early}
+        answer = target.submit_receipt(call_id, report, role=w.executor())
         expect(answer.status == 409, "EXE-17", f"a {early['kind']} receipt under a claim not "
                "accepted yet refused 409 (nothing is reported before `accepted` is "
                "confirmed; docs/executors.md, Receipts)", answer.describe)

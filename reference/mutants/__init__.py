@@ -1364,6 +1364,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "events:stream_polls_only",
     ),
     (
+        "summary-settled-silently",
+        "a summary call is settled with no model_call.finished: its usage and money appear "
+        "in no event",
+        ("RUN-16",),
+        "events:summary_settled_silently",
+    ),
+    (
         "last-event-id-17-digits",
         "Last-Event-ID of 18 digits, at the documented bound, refused 422",
         ("PRO-02",),

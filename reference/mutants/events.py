@@ -21,7 +21,7 @@ from arck.reference.mutants.base import serve
 from arck.reference.runtime import stream
 from arck.reference.runtime.changes import CHANGES, Changes
 from arck.reference.runtime.modelcall import ModelClient
-from arck.reference.runtime.runstore import RunStore
+from arck.reference.runtime.runstore import RunStore, SessionRow
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.worker import Workers
 from arck.reference.store import Store
@@ -172,6 +172,30 @@ class _IntLastEventId:
         kept = [(k, v) for k, v in headers if k.lower() != b"last-event-id"]
         scope = {**scope, "headers": [*kept, (b"last-event-id", str(max(after, 0)).encode())]}
         await self.app(scope, receive, send)
+
+
+class SummarySettledSilentlyWorkers(Workers):
+    """A summary call is settled (charged, its reservation released) with no
+    `model_call.finished`: its usage and money appear in no event (RUN-15)."""
+
+    def _finish(self, run_id: str, worker: str, session: SessionRow, call_id: str,
+                *args: Any, **kwargs: Any) -> str | None:
+        text = super()._finish(run_id, worker, session, call_id, *args, **kwargs)
+        if kwargs.get("purpose") != "summary":
+            return text
+        with self.store.transaction() as db:
+            row = db.execute("SELECT n FROM run_events WHERE run_id = ? AND type = "
+                             "'model_call.finished' AND json_extract(data, '$.call_id') = ?",
+                             (run_id, call_id)).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM run_events WHERE run_id = ? AND n = ?", (run_id, row[0]))
+                db.execute("UPDATE run_events SET n = n - 1 WHERE run_id = ? AND n > ?",
+                           (run_id, row[0]))
+        return text
+
+
+def summary_settled_silently() -> FastAPI:
+    return serve(workers_class=SummarySettledSilentlyWorkers)
 
 
 class _SeventeenDigits:
