@@ -7,7 +7,7 @@ imports the engine (ARCHITECTURE.md).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,8 @@ def build_target(spec: str | None, config_path: Path | None = None, share: int =
             "[provider] serves one simulated provider on one address: run without --workers"
         )
     if spec.startswith("app:"):
-        app_target = _in_process(load_object(spec.removeprefix("app:"))(), "app", spec, config)
+        factory = load_object(spec.removeprefix("app:"))
+        app_target = _in_process(_built(spec, factory), "app", spec, config)
         return _with_provider(app_target, config)
     if spec.startswith("adapter:"):
         adapter = load_object(spec.removeprefix("adapter:"))(config)
@@ -123,6 +124,17 @@ def _tokens(config: TargetFile, fallback: dict[str, str | None]) -> dict[str, st
     return tokens
 
 
+def _built(location: str, build: Callable[[], Any]) -> Any:
+    """An in-process app, or TargetUnreachable saying why it could not be built: the
+    target's own failure, reported as such rather than as a harness traceback."""
+    try:
+        return build()
+    except Exception as exc:
+        raise TargetUnreachable(
+            f"{location}: the app could not be built: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _in_process(
     app: Any, kind: str, location: str, config: TargetFile,
     transport: SyncASGITransport | None = None,
@@ -143,7 +155,8 @@ def _wired(build: Any, kind: str, location: str, config: TargetFile) -> Target:
     """
     clock = VirtualClock(autojump=False)
     provider = SimulatedProvider(clock=clock)
-    app = build(clock=clock, provider_transport=provider.async_transport())
+    transport_of_provider = provider.async_transport()
+    app = _built(location, lambda: build(clock=clock, provider_transport=transport_of_provider))
     transport = SyncASGITransport(app, after=until_idle)
     target = _in_process(app, kind, location, config, transport)
     target.control = InProcessControl(transport, clock, provider)

@@ -74,6 +74,19 @@ def test_unreachable_target_exits_2(tmp_path: Path) -> None:
     assert "unreachable" in done.stdout + done.stderr
 
 
+def test_an_app_that_cannot_be_built_exits_2_saying_why(tmp_path: Path) -> None:
+    """An in-process app whose factory raises is the target's failure: exit 2 naming the app
+    and the error, never a harness traceback."""
+    (tmp_path / "broken_app.py").write_text(
+        "def create_app():\n    raise KeyError(402)\n", "utf-8")
+    done = arck("run", "--target", "app:broken_app:create_app", "--report-dir",
+                str(tmp_path / "report"), path=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "app:broken_app:create_app: the app could not be built: KeyError: 402" in output
+    assert "INTERNALERROR" not in output and "Traceback" not in output, output
+
+
 @pytest.mark.parametrize(
     "args",
     [
