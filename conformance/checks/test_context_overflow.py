@@ -21,10 +21,11 @@ from typing import Any
 from hypothesis import strategies as st
 
 from arck.conformance import runoracle as money
-from arck.conformance.checking import expect, property_check
+from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
+from arck.conformance.errors import NotTestable
 from arck.conformance.runworld import TOOL, Agent, ChannelSpec, RunWorld, messages, world
-from arck.simulator.provider import ContextLengthExceeded, Step, ToolCall
+from arck.simulator.provider import ContextLengthExceeded, ServerError, Step, ToolCall
 
 FUNDS = 10**12
 WINDOW = 400  # tokens the narrow model really takes, prompt and max_tokens together
@@ -150,3 +151,50 @@ def _judge_repair(w: RunWorld, run_id: str, reason: str, shown: str) -> None:
             expect(reason == "completed", "RUN-11", f"profile: the run completed once its "
                    f"repaired request was answered ({shown})", reason)
         return
+
+
+# Three tool exchanges of 3,000-byte results after a 2,000-byte input on a 2,000-token
+# window reach 70% even after local compaction (as test_runs_events's compaction scenario).
+NARROW = ChannelSpec(input_capacity=4_000, total_capacity=6_000, output_capacity=500)
+REFUSAL = "The server had an error"  # the simulated provider's 500 message
+
+
+@check("CTX-06", "RUN-11", "RUN-02")
+def test_a_refused_summary_call_leaves_history_and_the_run_goes_on(ctx: CheckContext) -> None:
+    """The summary model answers every summary call with an error (500): no summary is
+    applied, nothing of the refusal reaches the main model, and the run does not wait on the
+    failed compaction: it ends by itself with its reason (core). Profile (docs/runs.md,
+    Compaction): `compaction.refused` is recorded, the refused call is not retried, and the
+    run completes, held by the worker that began it (a takeover would mean that worker died:
+    RUN-02's profile rule, judged as for every run)."""
+    w = world(ctx)
+    summary = w.channel(ChannelSpec(model=w.ctx.name("summary-model")))
+    w.provider.add_model_script(summary.spec.model,
+                                [Step(faults=[ServerError(status=500)])] * 8)
+    steps = [Step(tool_calls=[ToolCall(name=TOOL, arguments={"page": n})]) for n in range(3)]
+    agent = w.agent([*steps, Step(text=DONE)], channel=w.channel(NARROW),
+                    summary_channel=summary)
+    run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), "x" * 2_000)["run_id"])
+    w.answer_all(run_id, {"status": "ok", "rows": "r" * 3_000})
+    snapshot, _ = w.settle(run_id)
+    asked = [r for r in w.provider.records() if r.conversation == f"model:{summary.spec.model}"]
+    if not asked:
+        raise NotTestable("not testable: no summary was asked of the summary model")
+    replay = ("Reproduce: a version on a 2,000-token window with a summary channel whose "
+              "model answers 500; a 2,000-byte input, three tool calls answered with 3,000 "
+              "bytes each (docs/runs.md, Compaction).")
+    expect(snapshot.get("state") == "ended" and bool(snapshot.get("end_reason")), "RUN-11",
+           "the run ended by itself, with its reason, after its summary call was refused",
+           str(snapshot), replay)
+    leaked = [n for n, r in enumerate(w.requests(agent), start=1)
+              if REFUSAL in r.body.decode("utf-8", "replace")]
+    expect(not leaked, "CTX-06", "nothing of the refused summary call in any request to the "
+           "main model", f"in main request(s) {leaked}", replay)
+    if ctx.profile == "reference":
+        refused = w.of_type(run_id, "compaction.refused")
+        expect(bool(refused) and snapshot.get("end_reason") == "completed", "CTX-06",
+               "profile: `compaction.refused` recorded and the run `completed`",
+               lambda: f"refusals {refused}; run {snapshot}", replay)
+        expect(len(asked) == len(refused), "CTX-06", "profile: a refused summary call is "
+               "not retried (one call per `compaction.refused`)",
+               f"{len(asked)} summary call(s), {len(refused)} refusal(s)", replay)

@@ -1364,6 +1364,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "events:stream_polls_only",
     ),
     (
+        "refused-summary-stalls",
+        "a summary call the provider refuses is taken for a run that ended: the compaction "
+        "step stops and the run waits for its lease, then is taken over as if its worker died",
+        ("RUN-02",),
+        "compaction_kept:refused_summary_stalls",
+    ),
+    (
         "summary-settled-silently",
         "a summary call is settled with no model_call.finished: its usage and money appear "
         "in no event",

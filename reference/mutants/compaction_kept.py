@@ -154,6 +154,18 @@ class _EmptySummaryAccepted(Compactor):
             if summary.strip() else None
 
 
+class _RefusedSummaryStalls(Compactor):
+    """A summary call the provider refuses is taken for a run that ended: the compaction step
+    stops there and the run waits, held, for its lease to lapse (CTX-06: the candidate is
+    refused and the history stays as it was; RUN-11: the run never hangs)."""
+
+    async def _summarize(self, *args: Any, **kwargs: Any) -> list[Message] | str | None:
+        result = await super()._summarize(*args, **kwargs)
+        if isinstance(result, str) and result.startswith("the summary call was refused"):
+            return None
+        return result
+
+
 class _ThresholdExclusive(Compactor):
     """Compacts above 70% only, not at it: a threshold a hair over 70% (for any budget below
     10¹² tokens, exactly the estimates at 70% are left alone; CTX-04 says "at ≥ 70%")."""
@@ -285,6 +297,10 @@ def zero_budget_loops() -> FastAPI:
 
 def uncompactable_late() -> FastAPI:
     return serve(workers_class=_compacting(_UncompactableLate))
+
+
+def refused_summary_stalls() -> FastAPI:
+    return serve(workers_class=_compacting(_RefusedSummaryStalls))
 
 
 def empty_summary_accepted() -> FastAPI:
