@@ -42,6 +42,7 @@ UNKNOWN = "arck_unknown_member"
 IN_PROCESS = ("reference", "mutant", "app")  # a store no one else writes to
 _LEFT_OUT = object()  # the member is taken out of the body
 NAMES_NOTHING = "at its upper bound, naming nothing"
+SHORT_NAMES_NOTHING = "at its lower bound, naming nothing"
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ def _variants(member: Member) -> dict[str, Variant]:
                 good("at its upper bound", "x" * hi)
             else:  # well-formed, so not a 422: the call has no such claim (EXE-17), 409
                 found[NAMES_NOTHING] = Variant("x" * hi, False, paths, status=409)
+                found[SHORT_NAMES_NOTHING] = Variant("x" * lo, False, paths, status=409)
         bad("as a number", 7)
     elif member.kind == "enum":
         bad("an unknown value", "arck-unknown-kind")
@@ -490,7 +492,7 @@ RULES = ("an unknown member", "an unknown value", "with a binding twice",
          "with an unknown permission")
 EDGES = tuple(key for key in sorted(VARIANTS) if key[2] in (
     "just above its bound", "just below its bound", "at its lower bound", "at its upper bound",
-    "empty", NAMES_NOTHING, *RULES) or key[2].startswith("left out beside"))
+    "empty", NAMES_NOTHING, SHORT_NAMES_NOTHING, *RULES) or key[2].startswith("left out beside"))
 
 
 @property_check("PRO-02", "PRO-03", "BIL-05", cases=st.sampled_from(sorted(VARIANTS)),
