@@ -210,6 +210,8 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     * a settlement's money adds up (Cost-pending calls): what the wallet paid is at most the
       charge, paid + released = the call's reservation, and a call the provider refused or
       never processed costs nothing;
+    * a takeover names the worker that held the run (the latest `run.started` or
+      `run.recovered`) and a lease that lapsed before it;
     * a claim names a call of a tool plan accepted before it (RUN-16: accepted before any
       dispatch);
     * a main call whose compaction decision is `local`, `summary`, `local+summary` or
@@ -266,6 +268,7 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     found += _requeued(kinds)
     found += _calls(shaped, kinds, end_at)
     found += _money(shaped, kinds)
+    found += _holders(shaped, kinds)
     found += _claims(shaped, kinds)
     found += _compactions(shaped, kinds)
     return found
@@ -379,6 +382,27 @@ def _money(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Findin
             found.append(Finding(billing, "a call the provider refused or never processed "
                                  "costs nothing: `charge` and `collected` 0 (the reservation "
                                  "released)", where))
+    return found
+
+
+def _holders(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    """`run.recovered` against the run's own record of who held it (Leases and recovery)."""
+    found: list[Finding] = []
+    holder: Any = None
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        if kinds[i] == "run.recovered":
+            where = f"event {event.get('id')}: {_short(data)}"
+            if data.get("previous_worker") != holder:
+                found.append(Finding(("RUN-16",), "`run.recovered`'s `previous_worker` the "
+                                     f"worker that held the run ({_short(holder)}, from the "
+                                     "latest run.started or run.recovered)", where))
+            lapsed, at = data.get("lease_expired_at"), event.get("at")
+            if isinstance(lapsed, int | float) and isinstance(at, int | float) and lapsed > at:
+                found.append(Finding(("RUN-16",), "`lease_expired_at` no later than the "
+                                     f"takeover itself (at {at})", where))
+        if kinds[i] in ("run.started", "run.recovered"):
+            holder = data.get("worker")
     return found
 
 

@@ -1371,6 +1371,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "compaction_kept:refused_summary_stalls",
     ),
     (
+        "recovered-names-itself",
+        "run.recovered names the new worker as the previous one too: whose lease lapsed is "
+        "misreported",
+        ("RUN-16",),
+        "events:recovered_names_itself",
+    ),
+    (
         "summary-settled-silently",
         "a summary call is settled with no model_call.finished: its usage and money appear "
         "in no event",

@@ -84,6 +84,13 @@ def recovered_without_previous_worker() -> FastAPI:
                             lambda d: {k: v for k, v in d.items() if k != "previous_worker"}))
 
 
+def recovered_names_itself() -> FastAPI:
+    """`run.recovered` names the new worker as the previous one too: whose lease lapsed is
+    misreported."""
+    return _recording(_data("run.recovered", lambda d: {**d, "previous_worker": d["worker"]}
+                            if "worker" in d else d))
+
+
 def given_up_miscounted() -> FastAPI:
     """`model_call.given_up` counts the retries (3), not the calls made (4)."""
     return _recording(_data("model_call.given_up",
