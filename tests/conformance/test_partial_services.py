@@ -48,10 +48,12 @@ VARIANTS = {
                                why="text/event-stream",
                                area_checks=("runs_stream/", "runs_events/test_event_stream",
                                             "runs_events/test_malformed_last_event_id")),
+    # RUN-02's profile rule "no takeover without a restart" is judged in runs that need
+    # neither (a refused summary call's run): only the restart checks are not applicable
     "no restart": Variant("nothing", provider=True, test_clock=True, missing=("RUN-02",),
-                          why="restart"),
+                          why="restart", area_checks=("runs_durable/",)),
     "no test clock": Variant("nothing", provider=True, test_clock=False, missing=("RUN-02",),
-                             why="test-clock"),
+                             why="test-clock", area_checks=("runs_durable/",)),
 }
 
 
