@@ -119,6 +119,18 @@ def worker_crash_hidden() -> FastAPI:
     return serve(workers_class=CrashOnceWorkers)
 
 
+def _reconciling(reconciler: type[Reconciler]) -> type[Workers]:
+    """Workers whose reconciler (takeovers, cost-pending lookups) is `reconciler`."""
+
+    class ReconcilingWorkers(Workers):
+        def start(self) -> None:
+            if self.reconciler is None:
+                self.reconciler = reconciler(self)
+            super().start()
+
+    return ReconcilingWorkers
+
+
 class _SummaryTakeoverLoops(Reconciler):
     """A summary call found `sent` at a takeover is left as it is: the run stays running, its
     lease lapses, and the next takeover finds the same call, for ever."""
@@ -127,15 +139,8 @@ class _SummaryTakeoverLoops(Reconciler):
         return None
 
 
-class SummaryTakeoverLoopsWorkers(Workers):
-    def start(self) -> None:
-        if self.reconciler is None:
-            self.reconciler = _SummaryTakeoverLoops(self)
-        super().start()
-
-
 def summary_takeover_loops() -> FastAPI:
-    return serve(workers_class=SummaryTakeoverLoopsWorkers)
+    return serve(workers_class=_reconciling(_SummaryTakeoverLoops))
 
 
 class RawUsageWorkers(Workers):
@@ -255,15 +260,8 @@ class _NeverReconciles(Reconciler):
         return None
 
 
-class NeverReconcilesWorkers(Workers):
-    def start(self) -> None:
-        if self.reconciler is None:
-            self.reconciler = _NeverReconciles(self)
-        super().start()
-
-
 def cost_pending_never_settled() -> FastAPI:
-    return serve(workers_class=NeverReconcilesWorkers)
+    return serve(workers_class=_reconciling(_NeverReconciles))
 
 
 def _errors_unseen(records: list[dict[str, Any]] | None) -> Verdict:
@@ -277,15 +275,8 @@ class _RefusalsUnseen(Reconciler):
     judge = staticmethod(_errors_unseen)
 
 
-class RefusalsUnseenWorkers(Workers):
-    def start(self) -> None:
-        if self.reconciler is None:
-            self.reconciler = _RefusalsUnseen(self)
-        super().start()
-
-
 def lookup_refusals_unseen() -> FastAPI:
-    return serve(workers_class=RefusalsUnseenWorkers)
+    return serve(workers_class=_reconciling(_RefusalsUnseen))
 
 
 class _ReleaseChargedOne(Reconciler):
@@ -299,15 +290,8 @@ class _ReleaseChargedOne(Reconciler):
                        "AND json_extract(data, '$.verdict') != 'processed'", (call_id,))
 
 
-class ReleaseChargedOneWorkers(Workers):
-    def start(self) -> None:
-        if self.reconciler is None:
-            self.reconciler = _ReleaseChargedOne(self)
-        super().start()
-
-
 def released_call_charged() -> FastAPI:
-    return serve(workers_class=ReleaseChargedOneWorkers)
+    return serve(workers_class=_reconciling(_ReleaseChargedOne))
 
 
 class _GrantMisnamed(Runtime):
