@@ -8,19 +8,25 @@ small virtual clock `arck serve --test-clock` needs lives here too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
 import time
-from collections.abc import Sized
+from collections.abc import Iterator, Sized
 from typing import Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["DEFAULT_START", "Clock", "ManualClock", "WallClock", "settle_loop", "woken_or_timeout"]
+__all__ = [
+    "DEFAULT_START", "HOLD_LIMIT_S", "Clock", "ManualClock", "WallClock", "instant", "settle_loop",
+    "woken_or_timeout",
+]
 
 # 2026-01-01T00:00:00Z, as the simulator's virtual clock starts.
 DEFAULT_START = 1_767_225_600.0
+# The most real time one advance of a `ManualClock` waits for instant requests to come back.
+HOLD_LIMIT_S = 5.0
 
 
 @runtime_checkable
@@ -52,12 +58,27 @@ class ManualClock:
     with `autojump=False`). Sleepers wake by deadline, then in the order they went to sleep;
     `advance` lets each one run until the event loop is idle before waking the next, so when it
     returns every sleeper due by then has run. One event loop at a time.
+
+    A request that takes no virtual time (a lookup at the provider, answered at once) is
+    `hold`: while one is out, `advance` waits for it (at most `HOLD_LIMIT_S` of real time per
+    advance) before waking the next sleeper, so a jump of an hour does not fire the lookup's
+    own timeout before a loopback answer could arrive.
     """
 
     def __init__(self, start: float = DEFAULT_START) -> None:
         self._now = start
         self._sleepers: list[_Sleeper] = []
         self._order = itertools.count()
+        self._holds = 0
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Keep time still while the body waits on real I/O that takes no virtual time."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
 
     def now(self) -> float:
         return self._now
@@ -74,16 +95,24 @@ class ManualClock:
         if not math.isfinite(seconds) or seconds < 0:
             raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
         target = self._now + seconds
-        await settle_loop()
+        give_up = time.monotonic() + HOLD_LIMIT_S
+        await self._settle(give_up)
         while self._sleepers and self._sleepers[0][0] <= target:
             deadline, _, future = heapq.heappop(self._sleepers)
             if future.done():
                 continue
             self._now = max(self._now, deadline)
             future.set_result(None)
-            await settle_loop()
+            await self._settle(give_up)
         self._now = max(self._now, target)
         return self._now
+
+    async def _settle(self, give_up: float) -> None:
+        """The loop idle and no hold out (or the advance's real-time allowance spent)."""
+        await settle_loop()
+        while self._holds and time.monotonic() < give_up:
+            await asyncio.sleep(0.001)
+            await settle_loop()
 
 
 async def settle_loop() -> None:
@@ -101,6 +130,13 @@ async def settle_loop() -> None:
     while quiet < 2:
         await asyncio.sleep(0)
         quiet = quiet + 1 if len(ready) == 0 else 0
+
+
+def instant(clock: Clock) -> contextlib.AbstractContextManager[None]:
+    """`clock.hold()` where the clock has it (a `ManualClock`); elsewhere nothing to do: real
+    time moves by itself, and a virtual clock sharing the loop with its provider settles."""
+    hold = getattr(clock, "hold", None)
+    return hold() if callable(hold) else contextlib.nullcontext()
 
 
 async def woken_or_timeout(event: asyncio.Event, clock: Clock, seconds: float) -> bool:
