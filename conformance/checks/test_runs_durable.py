@@ -293,7 +293,13 @@ def test_a_restart_during_a_retry_backoff(ctx: CheckContext) -> None:
     agent = w.agent([Step(faults=[ServerError(status=503)])] * 6)
     with w.faults("server_error"):
         run_id = str(w.start(w.session(agent, w.wallet(FUNDS)), "Answer, please")["run_id"])
-        waiting = [e for e in w.events(run_id) if e.get("type") == "model_call.retry_scheduled"]
+        waiting: list[dict[str, Any]] = []
+        for _ in range(LOOKS):  # time stands still: a slow service gets the moment it needs
+            waiting = [e for e in w.events(run_id)
+                       if e.get("type") == "model_call.retry_scheduled"]
+            if waiting:
+                break
+            w.control.advance(0.0)
         if not waiting or w.snapshot(run_id).get("state") == "ended":
             raise NotTestable(f"not testable: no retry was waiting after the first refusal "
                               f"(events {canonical(w.events(run_id))[:300]})")

@@ -220,7 +220,8 @@ def test_cost_pending_lookups_keep_their_schedule(ctx: CheckContext) -> None:
     provider (`slow_start` 100 s): the lookup 60 s after the timeout finds it in progress,
     the next, 120 s later, finds it processed and settles it: `model_call.reconciled`
     exactly 180 s after the timeout (docs/runs.md, Cost-pending calls: 60 s, then 120 s,
-    240 s, ...)."""
+    240 s, ...). Those two are the call's only lookups: an hour on, a settled call is not
+    looked up again."""
     if ctx.profile != "reference":
         raise NotApplicable("the lookups' schedule is the reference profile's")
     w = world(ctx)
@@ -248,6 +249,19 @@ def test_cost_pending_lookups_keep_their_schedule(ctx: CheckContext) -> None:
            "after the timeout: in progress at the lookup 60 s after it, processed at the next, "
            "120 s later", f"model_call.finished at {timed_out}, reconciled "
            f"{[(e.get('at'), (e.get('data') or {}).get('verdict')) for e in checked]}")
+    w.idle(3600.0)
+    keys = {r.idempotency_key for r in w.provider.records() if r.conversation == agent.script}
+    asked = sorted(t - float(timed_out[0]) for k in keys if k for t in w.provider.lookups(k))
+    # The provider stamps what a service's timer sends at most one step (1 s) off over HTTP.
+    due = (LOOKUPS[0], settled)
+    expect(len(asked) == len(due)
+           and all(abs(a - b) <= 1.0 for a, b in zip(asked, due, strict=True)),
+           ("BIL-03", "RUN-16"),
+           f"profile: the call looked up {LOOKUPS[0]:.0f} s and {settled:.0f} s after its "
+           "timeout, and never again once settled (an hour on)",
+           f"looked up at {[f'{a:g}' for a in asked]} s after the timeout",
+           f"Reproduce: a call that times out while the provider is still processing it; "
+           f"count GET /v1/arck/requests?idempotency_key=... at the provider for run {run_id}.")
 
 
 @check("RUN-09", "RUN-13")
@@ -320,3 +334,32 @@ def test_a_wallet_drained_mid_run_ends_the_run(ctx: CheckContext) -> None:
     if ctx.profile == "reference":
         expect(snapshot.get("end_reason") == "insufficient_balance", "RUN-11",
                "profile: the run ended `insufficient_balance`", str(snapshot), replay)
+
+
+UNWATCHED_RUNS = 4  # more than a small pool of workers takes at once
+UNWATCHED_ANSWER_S = 5.0  # each run's answer takes this long
+UNWATCHED_S = 60.0  # three times what the four take one after another
+
+
+@check("RUN-03", "RUN-11")
+def test_runs_go_on_with_nobody_asking(ctx: CheckContext) -> None:
+    """Runs started and then left alone (no read, no stream, no request of any kind, as when
+    every client closed its page) still end by themselves: four runs whose answers each take
+    5 s all ended a minute later, before anyone asked. An engine that moves runs only while
+    someone asks (workers that end with a run and start again on the next request) leaves
+    the ones it had not taken queued."""
+    w = world(ctx)
+    needs_virtual_time(w, "a minute in which nobody asks the service anything")
+    wallet = w.wallet(FUNDS)
+    runs = []
+    for n in range(UNWATCHED_RUNS):
+        agent = w.agent([Step(text=f"{TEXT} {n}", faults=[SlowAnswer(seconds=UNWATCHED_ANSWER_S)])])
+        runs.append(str(w.start(w.session(agent, wallet), f"Answer {n}, slowly")["run_id"]))
+    w.control.advance(UNWATCHED_S)  # the clock moves; the service hears nothing else
+    states = {run_id: w.snapshot(run_id).get("state") for run_id in runs}
+    waiting = {run_id: state for run_id, state in states.items() if state != "ended"}
+    expect(not waiting, ("RUN-03", "RUN-11"),
+           f"all {UNWATCHED_RUNS} runs ended within {UNWATCHED_S:g} s with no request "
+           f"(each answer takes {UNWATCHED_ANSWER_S:g} s)", f"not ended: {waiting}",
+           f"Reproduce: start {UNWATCHED_RUNS} runs whose model answers after "
+           f"{UNWATCHED_ANSWER_S:g} s, send nothing for {UNWATCHED_S:g} s, then GET each run.")

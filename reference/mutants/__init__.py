@@ -872,6 +872,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "ends:input_after_end_taken",
     ),
     (
+        "workers-die-after-a-run",
+        "each worker ends with the first run it holds; new ones start only when a run is "
+        "created, read or answered, so runs left alone stay queued",
+        ("RUN-03", "RUN-11"),
+        "ends:workers_die_after_a_run",
+    ),
+    (
+        "settled-call-looked-up-again",
+        "a cost-pending call stays scheduled after its settlement: the provider is asked about "
+        "it again at every step of the back-off",
+        ("BIL-03",),
+        "edges:settled_call_looked_up_again",
+    ),
+    (
         "revoked-call-unbound",
         "a refused plan's calls lose their tool's binding: an executor holding it is told "
         "403 (outside its scope) instead of 409 (the call's state)",

@@ -18,7 +18,13 @@ from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.executor_wire import FINAL_KINDS, Receipt, ReceiptAnswer
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, Executors
 from arck.reference.runtime.modelcall import ModelClient, Outcome
-from arck.reference.runtime.reconcile import Reconciler, Verdict, judge
+from arck.reference.runtime.reconcile import (
+    LOOKUP_TIMEOUT_S,
+    RECONCILE_AFTER_S,
+    Reconciler,
+    Verdict,
+    judge,
+)
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.service import Runtime
 from arck.reference.runtime.wire import Channel
@@ -292,6 +298,39 @@ class _ReleaseChargedOne(Reconciler):
 
 def released_call_charged() -> FastAPI:
     return serve(workers_class=_reconciling(_ReleaseChargedOne))
+
+
+class _SettledLookedUpAgain(Reconciler):
+    """A settled call stays scheduled: the money moves once (a second settlement finds the call
+    no longer pending), but the provider is asked about it again at every step of the
+    back-off, for an hour."""
+
+    def _settle(self, call_id: str, verdict: Any) -> None:
+        rows = self.store.read(
+            "SELECT next_at, attempts FROM reconciliations WHERE call_id = ?", (call_id,))
+        super()._settle(call_id, verdict)
+        if rows:
+            with self.store.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO reconciliations (call_id, next_at, attempts) "
+                           "VALUES (?, ?, ?)", (call_id, *rows[0]))
+
+    async def reconcile_due(self) -> bool:
+        at = self.clock.now()
+        rows = self.store.read(
+            "SELECT reconciliations.call_id FROM reconciliations JOIN model_calls ON "
+            "model_calls.id = reconciliations.call_id WHERE next_at <= ? AND "
+            "model_calls.state NOT IN ('cost_pending', 'sent')", (at,))
+        if not rows:
+            return await super().reconcile_due()
+        with self.store.transaction() as db:
+            db.execute("UPDATE reconciliations SET next_at = ?, attempts = attempts + 1 "
+                       "WHERE call_id = ?", (at + 2 * RECONCILE_AFTER_S, rows[0][0]))
+        await self.workers.model.lookup(rows[0][0], LOOKUP_TIMEOUT_S)  # answer unused
+        return True
+
+
+def settled_call_looked_up_again() -> FastAPI:
+    return serve(workers_class=_reconciling(_SettledLookedUpAgain))
 
 
 class _GrantMisnamed(Runtime):

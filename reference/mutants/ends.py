@@ -1,10 +1,12 @@
 """Mutants of a run's end and what follows it (RUN-06, RUN-09, RUN-11, RUN-13, PRO-02): a
 cancel that leaves the session's history unusable, a cancel that takes any body, a detach
 refusing a claim id at its bound, a run its wallet can no longer pay for left waiting, input
-taken for a run that has ended and then never applied."""
+taken for a run that has ended and then never applied, workers that end with the first run
+they hold (runs then move only when someone asks)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import FastAPI
@@ -14,7 +16,7 @@ from arck.reference.errors import ValidationFailed
 from arck.reference.mutants.base import serve
 from arck.reference.runtime import inputs
 from arck.reference.runtime.executor_wire import DetachAnswer
-from arck.reference.runtime.runstore import RunStore, SessionRow
+from arck.reference.runtime.runstore import Claim, RunStore, SessionRow
 from arck.reference.runtime.service import Runtime, _validate
 from arck.reference.runtime.wallets import Wallets
 from arck.reference.runtime.wire import CancelRequest, InputAccepted, InputAppend, Run
@@ -79,6 +81,27 @@ class InputAfterEndRuntime(Runtime):
         return InputAccepted(run_id=run_id, input_id=input_id, state="pending")
 
 
+class RunOnceWorkers(Workers):
+    """Each worker task ends after the first run it holds (as when a lease renewal's
+    cancellation escapes the loop); the next run created, read or answered starts new ones,
+    so runs move only while someone keeps asking."""
+
+    async def _hold(self, claim: Claim, name: str) -> None:
+        await super()._hold(claim, name)
+        raise asyncio.CancelledError
+
+    def start(self) -> None:
+        """The dead workers replaced by new ones under the same names (never more than
+        `count` alive, whatever came before)."""
+        loop = asyncio.get_running_loop()
+        if not self._tasks or self._tasks[0].get_loop() is not loop:
+            super().start()
+            return
+        self._tasks = [
+            loop.create_task(self._loop(f"{self.instance}.worker-{i + 1}")) if task.done()
+            else task for i, task in enumerate(self._tasks)]
+
+
 def cancel_leaves_calls_open() -> FastAPI:
     return serve(runtime_class=CancelLeavesCallsOpenRuntime)
 
@@ -97,3 +120,7 @@ def drained_run_waits() -> FastAPI:
 
 def input_after_end_taken() -> FastAPI:
     return serve(runtime_class=InputAfterEndRuntime)
+
+
+def workers_die_after_a_run() -> FastAPI:
+    return serve(workers_class=RunOnceWorkers)

@@ -51,7 +51,7 @@ def build_app(provider: SimulatedProvider) -> ASGIApp:
 
     async def requests(request: Request) -> Response:
         key = request.query_params.get("idempotency_key")
-        found = provider.records() if key is None else provider.lookup_key(key)
+        found = provider.records() if key is None else provider.served_lookup(key)
         return _json({"object": "list", "data": [record.to_json() for record in found]})
 
     async def one_request(request: Request) -> Response:

@@ -75,6 +75,7 @@ class SimulatedProvider:
         self._recording = Recording()
         self._cache = PromptCache()
         self._fired = dict.fromkeys(FAULT_KINDS, 0)
+        self._looked_up: dict[str, list[float]] = {}
         self._app: ASGIApp | None = None
 
     # -- harness API ------------------------------------------------------------------
@@ -125,6 +126,18 @@ class SimulatedProvider:
     def lookup_key(self, idempotency_key: str) -> list[RequestRecord]:
         """Every request that carried this Idempotency-Key, in order (a resend is billed)."""
         return self._ledger.by_key(idempotency_key)
+
+    def served_lookup(self, idempotency_key: str) -> list[RequestRecord]:
+        """`lookup_key` asked by an engine over the wire (`GET /v1/arck/requests`), noted
+        with the time it was asked: a check sees when an engine reconciles a call, and that
+        it stops once the call is settled."""
+        self._looked_up.setdefault(idempotency_key, []).append(self.clock.now())
+        return self.lookup_key(idempotency_key)
+
+    def lookups(self, idempotency_key: str) -> list[float]:
+        """When an engine looked this Idempotency-Key up, in order (the harness's own
+        `lookup_key` calls are not counted)."""
+        return list(self._looked_up.get(idempotency_key, ()))
 
     def records(self) -> list[RequestRecord]:
         return self._ledger.all()

@@ -56,6 +56,8 @@ def test_a_lost_response_is_found_by_its_idempotency_key_billed() -> None:
     record = p.lookup_key("k-1")[0]
     assert record == p.lookup("chatcmpl-arck-000001")
     assert record.response is not None
+    assert p.lookups("k-1") == [START]  # the engine's lookup, not the harness's own
+    assert p.lookups("k-2") == []
 
 
 def test_a_slow_answer_loses_to_the_engines_timeout_on_the_same_clock() -> None:
