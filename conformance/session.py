@@ -25,6 +25,7 @@ from arck.conformance import (
     parallel,
     replayjudge,
     searchtime,
+    wirestatus,
 )
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, CheckTimeout, NotApplicable, UsageError
@@ -174,6 +175,9 @@ class ArckRun:
             self._target = build_target(
                 self.target_spec, self.config_path, share=parallel.worker_count(self.config)
             )
+            observers = getattr(self._target, "observers", None)  # an adapter may have none
+            if self._target.info.profile == "reference" and isinstance(observers, list):
+                observers.append(wirestatus.judge_success)
             if self.worker is not None:
                 return  # the controller has checked the target is up
             answer = self._target.health()

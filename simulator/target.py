@@ -269,6 +269,9 @@ class HttpTarget:
         self.dev_credentials = False  # the reference's development tokens, no target file's
         # The last few exchanges: a failing input's own requests, for its case file (H-02).
         self.recent: deque[Exchange] = deque(maxlen=RECENT_EXCHANGES)
+        # Called with every exchange as it is made; one may raise to fail the check that made
+        # it (the conformance session's judge of the profile's success statuses).
+        self.observers: list[Callable[[Exchange], None]] = []
 
     def request(
         self,
@@ -300,8 +303,13 @@ class HttpTarget:
             headers=dict(response.headers),
             role=role,
         )
-        self.recent.append(exchange)
+        self._seen(exchange)
         return exchange
+
+    def _seen(self, exchange: Exchange) -> None:
+        self.recent.append(exchange)
+        for observe in self.observers:
+            observe(exchange)
 
     def _headers(self, role: str, accept: str) -> dict[str, str]:
         headers = {"Accept": accept}
@@ -532,7 +540,7 @@ class HttpTarget:
         self.exchanges += 1
         exchange = Exchange(method="GET", url=str(request.url), request_body=None,
                             status=status, body=seen, headers=answer_headers, role=role)
-        self.recent.append(exchange)
+        self._seen(exchange)
         return exchange
 
     def _read_and_drop(

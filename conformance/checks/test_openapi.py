@@ -20,9 +20,10 @@ from schemathesis.core.transport import Response
 from schemathesis.errors import FailureGroup
 from schemathesis.specs.openapi import checks as openapi_checks
 
+from arck.conformance import wirestatus
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import CheckFailure
+from arck.conformance.errors import CheckFailure, NotApplicable
 from arck.simulator.target import Exchange
 
 JUDGES = (
@@ -135,3 +136,30 @@ def test_openapi_document_is_public(ctx: CheckContext) -> None:
                if (m, _TEMPLATE.sub("{}", p)) not in documented]
     expect(not missing, "PRO-03", "every endpoint of the profile's wire table documented",
            f"missing: {', '.join(missing)}")
+
+
+@check("PRO-03")
+def test_openapi_lists_the_profiles_success_statuses(ctx: CheckContext) -> None:
+    """Profile: each operation of the wire tables that the served document describes lists
+    exactly one success, the table's status (201 for a creation or a claim, 200 otherwise):
+    a client generated from the document must expect what the service answers. An operation
+    the document lacks is judged by `test_openapi_document_is_public` (definitions) or not at
+    all (an area the target does not serve)."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the success statuses are the reference profile's")
+    doc = _document(ctx)
+    paths = doc["paths"] if isinstance(doc["paths"], dict) else {}
+    by_shape = {_TEMPLATE.sub("{}", path): item for path, item in paths.items()
+                if isinstance(item, dict)}
+    wrong = []
+    for (method, template), status in wirestatus.SUCCESS.items():
+        operation = by_shape.get(_TEMPLATE.sub("{}", template), {}).get(method.lower())
+        if not isinstance(operation, dict):
+            continue
+        listed = sorted(str(code) for code in operation.get("responses", {})
+                        if str(code).startswith("2"))
+        if listed != [str(status)]:
+            wrong.append(f"{method} {template}: {listed or 'none'} (table: {status})")
+    expect(not wrong, "PRO-03", "every documented operation's 2xx responses exactly the "
+           "wire table's status", "; ".join(wrong),
+           "Reproduce: GET /openapi.json and read each operation's `responses`.")

@@ -872,6 +872,18 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "ends:input_after_end_taken",
     ),
     (
+        "claims-answered-200",
+        "a claim is answered 200, not the 201 the wire table gives (the claim itself works)",
+        ("PRO-03",),
+        "statuses:claims_answered_200",
+    ),
+    (
+        "claim-documented-202",
+        "the served document lists 202 as a claim's success; the answer stays 201",
+        ("PRO-03",),
+        "statuses:claim_documented_202",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

@@ -1,0 +1,44 @@
+"""Mutants of the profile's success statuses (PRO-03): a claim answered 200 where the wire
+table says 201 (every client that asks "did it work?" is content), and a served document that
+lists 202 for a claim while the answer stays 201."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+
+from arck.reference.mutants.base import serve
+
+
+def claims_answered_200() -> FastAPI:
+    app = serve()
+
+    async def middleware(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        if (request.method == "POST" and request.url.path.endswith("/claims")
+                and response.status_code == 201):
+            response.status_code = 200
+        return response
+
+    app.middleware("http")(middleware)
+    return app
+
+
+def claim_documented_202() -> FastAPI:
+    app = serve()
+    built = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        doc = built()
+        operation = doc["paths"]["/v1/tool-calls/{call_id}/claims"]["post"]
+        responses = operation["responses"]
+        if "201" in responses:
+            responses["202"] = responses.pop("201")
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
