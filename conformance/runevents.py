@@ -216,7 +216,9 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
       dispatch);
     * a main call whose compaction decision is `local`, `summary`, `local+summary` or
       `summary_refused` comes after the `compaction.applied` / `compaction.refused` that
-      made it, since the previous main call (Generations, Validation).
+      made it, since the previous main call (Generations, Validation);
+    * a main call's `coefficient` is `coefficient_real` / `coefficient_raw` (1 with no
+      sample, when the sums are 0 and the calibrated estimate is the raw one).
     """
     catalogue = catalogue or load()
     found: list[Finding] = []
@@ -271,6 +273,36 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     found += _holders(shaped, kinds)
     found += _claims(shaped, kinds)
     found += _compactions(shaped, kinds)
+    found += _coefficients(shaped, kinds)
+    return found
+
+
+def _coefficients(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
+    """A main call's `coefficient` is its own sums' ratio, `coefficient_real` /
+    `coefficient_raw`, and 1 with no sample (`samples` 0, both sums 0); with no sample the
+    calibrated estimate is the raw one (docs/runs.md, Decisions)."""
+    found: list[Finding] = []
+    for i, event in enumerate(shaped):
+        data = _data(event)
+        if kinds[i] != "model_call.started" or data.get("purpose") != "main":
+            continue
+        c, real, raw, samples = (data.get(k) for k in (
+            "coefficient", "coefficient_real", "coefficient_raw", "samples"))
+        if not (isinstance(c, int | float) and _whole(real) and _whole(raw)
+                and _whole(samples)):
+            continue  # the members' types are the catalogue's to judge
+        where = f"event {event.get('id')}: {_short(data)}"
+        ratio = real / raw if raw > 0 else 1.0
+        if abs(c - ratio) > 1e-9 * max(1.0, abs(ratio)):
+            found.append(Finding(("RUN-15", "RUN-16"), "`coefficient` = `coefficient_real` / "
+                                 f"`coefficient_raw` ({real}/{raw}), 1 when the raw sum is 0",
+                                 where))
+        if samples == 0 and (real, raw) != (0, 0):
+            found.append(Finding(("RUN-15", "RUN-16"), "no sample, no sums: "
+                                 "`coefficient_real` and `coefficient_raw` 0", where))
+        if samples == 0 and data.get("calibrated_estimate") != data.get("raw_estimate"):
+            found.append(Finding(("RUN-15", "RUN-16"), "with no sample the calibrated estimate "
+                                 "is the raw one", where))
     return found
 
 
@@ -382,6 +414,34 @@ def _money(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Findin
             found.append(Finding(billing, "a call the provider refused or never processed "
                                  "costs nothing: `charge` and `collected` 0 (the reservation "
                                  "released)", where))
+    return found
+
+
+def wallet_findings(events: Sequence[Any], wallet: Mapping[str, Any]) -> list[Finding]:
+    """The wallet of a run that alone used it, against the run's own money events: `charged`
+    is the sum of `collected`, and `reserved` is what the started calls reserved less what
+    their settlements collected or released (a cost-pending call's reservation still held).
+    An engine whose settlement moves one figure and reports another agrees with itself in
+    the events and only the wallet shows it (docs/runs.md, Billing; BIL-04)."""
+    shaped = [e for e in events if isinstance(e, dict)]
+    reserved = collected = settled = 0
+    for event in shaped:
+        data = _data(event)
+        if event.get("type") == "model_call.started" and _whole(data.get("reservation")):
+            reserved += data["reservation"]
+        if event.get("type") in ("model_call.finished", "model_call.reconciled"):
+            paid, freed = data.get("collected"), data.get("released")
+            collected += paid if _whole(paid) else 0
+            settled += (paid if _whole(paid) else 0) + (freed if _whole(freed) else 0)
+    found: list[Finding] = []
+    where = f"wallet {_short(dict(wallet), 300)}"
+    if wallet.get("charged") != collected:
+        found.append(Finding(("BIL-04", "RUN-16"), f"the wallet's `charged` {collected}: the "
+                             "sum of `collected` in the run's settlements", where))
+    if wallet.get("reserved") != reserved - settled:
+        found.append(Finding(("BIL-04", "RUN-16"), f"the wallet's `reserved` {reserved - settled}"
+                             f": {reserved} reserved by the run's calls, less {settled} "
+                             "collected or released by their settlements", where))
     return found
 
 

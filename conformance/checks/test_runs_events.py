@@ -156,6 +156,7 @@ def _judge(w: RunWorld, name: str, run_id: str, extra: Extra | None = None) -> N
         raise NotTestable(f"the events of run {run_id} are not a list", exchange=exchange)
     catalogue = runevents.load()
     found = runevents.judge(events, snapshot.get("end_reason"), catalogue)
+    found += runevents.wallet_findings(events, _wallet_of(w, snapshot))
     kinds = [e.get("type") for e in events if isinstance(e, dict)]
     missing = [t for t in scenario.produces if t not in kinds]
     if missing:
@@ -176,6 +177,14 @@ def _judge(w: RunWorld, name: str, run_id: str, extra: Extra | None = None) -> N
             f"{first.expected}", first.seen + more,
             hint=f"Reproduce: {exchange.as_curl()} (docs/runs.md; the catalogue: "
             "conformance/data/run_events.json)")
+
+
+def _wallet_of(w: RunWorld, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The wallet of the run's session (each scenario's run has its own: `_run`)."""
+    session_id = snapshot.get("session_id")
+    session = w.ok(w.target.request("GET", f"/v1/sessions/{session_id}"),
+                   f"read session {session_id}")
+    return w.wallet_state(str(session.get("wallet_id")))
 
 
 def _of(events: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

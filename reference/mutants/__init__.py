@@ -884,6 +884,19 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "statuses:claim_documented_202",
     ),
     (
+        "uncalibrated-coefficient-zero",
+        "with no calibration sample a main call's model_call.started says coefficient 0, not 1",
+        ("RUN-15", "RUN-16"),
+        "estimates:uncalibrated_coefficient_zero",
+    ),
+    (
+        "collected-unreported",
+        "the wallet pays each call's charge, but model_call.finished says 0 collected and the "
+        "whole reservation released",
+        ("RUN-16",),
+        "edges:collected_unreported",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

@@ -300,6 +300,30 @@ def released_call_charged() -> FastAPI:
     return serve(workers_class=_reconciling(_ReleaseChargedOne))
 
 
+class CollectedUnreportedWorkers(Workers):
+    """The wallet pays a call's charge, but `model_call.finished` says nothing was collected
+    and the whole reservation released: the events agree with themselves, not the wallet."""
+
+    def _finish(
+        self, run_id: str, worker: str, session: SessionRow, call_id: str, reservation: int,
+        raw: int, set_key: str, prices: Any, outcome: Outcome,
+        purpose: str = "main", repairable: bool = False,
+    ) -> str | None:
+        text = super()._finish(run_id, worker, session, call_id, reservation, raw, set_key,
+                               prices, outcome, purpose, repairable)
+        with self.store.transaction() as db:
+            db.execute("UPDATE run_events SET data = json_set(data, '$.collected', 0, "
+                       "'$.released', json_extract(data, '$.collected') + "
+                       "json_extract(data, '$.released')) WHERE type = 'model_call.finished' "
+                       "AND json_extract(data, '$.call_id') = ? AND "
+                       "json_extract(data, '$.collected') IS NOT NULL", (call_id,))
+        return text
+
+
+def collected_unreported() -> FastAPI:
+    return serve(workers_class=CollectedUnreportedWorkers)
+
+
 class _SettledLookedUpAgain(Reconciler):
     """A settled call stays scheduled: the money moves once (a second settlement finds the call
     no longer pending), but the provider is asked about it again at every step of the

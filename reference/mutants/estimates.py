@@ -1,6 +1,7 @@
 """Mutants where the token estimate leaks past context management (CTX-12): into a charge,
 or into a byte budget. Both look right while the estimate is close to the provider's count;
-only usage that drifts away from it shows them."""
+only usage that drifts away from it shows them. And one whose reported coefficient is not its
+own sums' ratio (RUN-15)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,20 @@ class EstimateBudgetRuntime(Runtime):
 
 def estimate_budget() -> FastAPI:
     return serve(runtime_class=EstimateBudgetRuntime)
+
+
+class UncalibratedZeroWorkers(Workers):
+    """With no calibration sample the coefficient is reported 0 (the estimate stays the raw
+    one, as it should): every figure that uses the events' coefficient is off."""
+
+    def _begin(
+        self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
+        set_key: str, figures: dict[str, Any],
+    ) -> str | None:
+        if figures.get("samples") == 0 and "coefficient" in figures:
+            figures = {**figures, "coefficient": 0.0}
+        return super()._begin(run_id, worker, session, reservation, raw, set_key, figures)
+
+
+def uncalibrated_coefficient_zero() -> FastAPI:
+    return serve(workers_class=UncalibratedZeroWorkers)

@@ -140,6 +140,12 @@ def test_a_well_formed_run_has_no_findings() -> None:
                                executor_id="exe-1", lease_until=1.0)), "after `run.ended`"),
     (lambda e: e[3]["data"].update(call_id="mc-9"), "whose `model_call.started`"),
     (lambda e: e[2]["data"]["compaction"].update(decision="local"), "compaction.applied"),
+    (lambda e: e[2]["data"].update(coefficient=0.0), "`coefficient` = `coefficient_real`"),
+    (lambda e: e[2]["data"].update(coefficient_real=5, coefficient_raw=4, coefficient=1.25),
+     "no sample, no sums"),
+    (lambda e: e[2]["data"].update(calibrated_estimate=71), "calibrated estimate is the raw"),
+    (lambda e: e[2]["data"].update(samples=2, coefficient_real=3, coefficient_raw=4,
+                                   coefficient=0.7), "(3/4)"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_the_judgement_finds_each_defect(change: Any, words: str) -> None:
     events = _completed()
