@@ -897,6 +897,20 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:collected_unreported",
     ),
     (
+        "stretch-cut-one-short",
+        "a summary stretch cut back to the summary channel's window loses one message more "
+        "than it must",
+        ("CTX-04",),
+        "compaction_kept:stretch_cut_one_short",
+    ),
+    (
+        "stretch-given-up",
+        "a summary stretch too long for the summary channel's window is not cut back: no "
+        "summary is made",
+        ("CTX-04",),
+        "compaction_kept:stretch_given_up",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

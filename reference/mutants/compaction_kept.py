@@ -2,8 +2,9 @@
 
 Each is a defect that mutation sampling of `reference/runtime/compaction.py` and
 `compactor.py` found the suite letting through, rebuilt on the `Compactor` seams (`local`,
-`stretch`, `memory`, `threshold`, `prepare`, `_rewrite`) so the reference code stays as it is:
-`tests/test_mutants.py` proves `conformance/checks/test_context_kept.py` catches each one.
+`stretch`, `shrink`, `memory`, `threshold`, `prepare`, `_rewrite`) so the reference code
+stays as it is: `tests/test_mutants.py` proves `conformance/checks/test_context_kept.py` (and
+`test_context_stretch.py`) catches each one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ __all__ = [
     "local_compaction_not_stored",
     "local_compaction_only_reported",
     "memory_resummarised",
+    "stretch_cut_one_short",
+    "stretch_given_up",
     "tail_arguments_placeholdered",
     "threshold_exclusive",
     "uncompactable_late",
@@ -305,3 +308,33 @@ def refused_summary_stalls() -> FastAPI:
 
 def empty_summary_accepted() -> FastAPI:
     return serve(workers_class=_compacting(_EmptySummaryAccepted))
+
+
+def _one_short(messages: Sequence[Message], start: int, end: int, fits: Any) -> int | None:
+    cut = compaction.shrink(messages, start, end, fits)
+    return cut - 1 if cut is not None and start < cut - 1 and cut < end else cut
+
+
+class _OneShortCompactor(Compactor):
+    """A stretch cut back to the summary window loses one more message than it must."""
+
+    shrink = staticmethod(_one_short)
+
+
+def stretch_cut_one_short() -> FastAPI:
+    return serve(workers_class=_compacting(_OneShortCompactor))
+
+
+def _whole_or_nothing(messages: Sequence[Message], start: int, end: int,
+                      fits: Any) -> int | None:
+    return end if fits(list(messages[start:end])) else None
+
+
+class _GivenUpCompactor(Compactor):
+    """A stretch too long for the summary window is not cut back: no summary at all."""
+
+    shrink = staticmethod(_whole_or_nothing)
+
+
+def stretch_given_up() -> FastAPI:
+    return serve(workers_class=_compacting(_GivenUpCompactor))

@@ -111,6 +111,7 @@ class Compactor:
     validate = staticmethod(compaction.refusal)  # CTX-06: why a candidate is refused, or None
     local = staticmethod(compaction.local)  # CTX-04: placeholders before the kept tail
     stretch = staticmethod(compaction.stretch)  # CTX-04/16: what a summary may replace
+    shrink = staticmethod(compaction.shrink)  # CTX-04: the stretch cut back to the window
     memory = staticmethod(compaction.working_memory)  # CTX-06: summary text + engine's facts
     minimal = staticmethod(compaction.minimal)  # CTX-15: what no compaction can take away
 
@@ -221,7 +222,7 @@ class Compactor:
             request = compaction.summary_messages(part)
             return estimate.raw_estimate(compaction.size(request), len(request))
 
-        end = compaction.shrink(messages, span[0], span[1], lambda part: raw(part) < window)
+        end = self.shrink(messages, span[0], span[1], lambda part: raw(part) < window)
         if end is None:
             return self._refused(run_id, "the stretch does not fit the summary channel")
         span = (span[0], end)
