@@ -213,7 +213,8 @@ def judge(events: Sequence[Any], end_reason: Any, catalogue: Catalogue | None = 
     * a takeover names the worker that held the run (the latest `run.started` or
       `run.recovered`) and a lease that lapsed before it;
     * a claim names a call of a tool plan accepted before it (RUN-16: accepted before any
-      dispatch);
+      dispatch); an acceptance or a detach names an earlier claim, and a detach's
+      `accepted` says whether that claim's acceptance came before it;
     * a main call whose compaction decision is `local`, `summary`, `local+summary` or
       `summary_refused` comes after the `compaction.applied` / `compaction.refused` that
       made it, since the previous main call (Generations, Validation);
@@ -471,17 +472,36 @@ def _whole(value: Any) -> TypeGuard[int]:
 
 
 def _claims(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
-    accepted: set[Any] = set()
+    """A claim of a call of an accepted plan; an acceptance or a detach naming a claim made
+    before it; a detach's `accepted` saying whether that claim's acceptance came first."""
+    found: list[Finding] = []
+    planned: set[Any] = set()
+    claims: set[Any] = set()
+    confirmed: set[Any] = set()
     for i, event in enumerate(shaped):
         data = _data(event)
+        where = f"event {event.get('id')}: {_short(data)}"
+        claim = data.get("claim_id")
         if kinds[i] == "tool_plan.accepted" and isinstance(data.get("call_ids"), list):
-            accepted.update(data["call_ids"])
-        elif kinds[i] == "tool_call.claimed" and data.get("call_id") not in accepted:
-            return [Finding(("RUN-16",), "a tool call claimed only after the `tool_plan.accepted` "
-                            "listing it (RUN-16: formally accepted before any dispatch)",
-                            f"event {event.get('id')}: {_short(data)}; accepted before: "
-                            f"{sorted(map(str, accepted))}")]
-    return []
+            planned.update(data["call_ids"])
+        elif kinds[i] == "tool_call.claimed":
+            claims.add(claim)
+            if data.get("call_id") not in planned:
+                found.append(Finding(("RUN-16",), "a tool call claimed only after the "
+                                     "`tool_plan.accepted` listing it (RUN-16: formally "
+                                     "accepted before any dispatch)", f"{where}; accepted "
+                                     f"before: {sorted(map(str, planned))}"))
+        elif kinds[i] in ("tool_call.accepted", "tool_call.detached") and claim not in claims:
+            found.append(Finding(("RUN-16",), f"`{kinds[i]}` naming a claim of an earlier "
+                                 "`tool_call.claimed`", where))
+        if kinds[i] == "tool_call.accepted":
+            confirmed.add(claim)
+        elif kinds[i] == "tool_call.detached" and isinstance(data.get("accepted"), bool) \
+                and data["accepted"] != (claim in confirmed):
+            found.append(Finding(("RUN-16",), "`tool_call.detached`'s `accepted` true exactly "
+                                 f"when the claim's `tool_call.accepted` came before it "
+                                 f"({claim in confirmed} here)", where))
+    return found
 
 
 def _compactions(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:

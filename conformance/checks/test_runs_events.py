@@ -89,6 +89,11 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
                   "model_call.finished", "tool_plan.accepted", "tool_call.claimed",
                   "tool_call.claim_lapsed",
                   "tool_call.progress", "receipt.stored", "run.ended"), "completed"),
+        Scenario("detach and cancel", "two tool calls: one claimed and detached, claimed "
+                 "again, accepted and detached; the other accepted, its business task cancel "
+                 "asked, then its cancelled receipt; then text",
+                 ("tool_call.claimed", "tool_call.detached", "tool_call.accepted",
+                  "tool_call.cancel_requested", "receipt.stored", "run.ended"), "completed"),
         Scenario("engine answers", "calls to a tool the version lacks and to "
                  "arck_chat_history, then text", ("tool_call.unknown", "chat_history.answered",
                                                   "run.queued", "run.ended"), "completed"),
@@ -239,6 +244,36 @@ def _tool_call(w: RunWorld) -> None:
     _judge(w, "tool call", run_id, protected)
 
 
+def _detach_and_cancel(w: RunWorld) -> None:
+    calls = [ToolCall(name=TOOL, arguments={"order": n}) for n in (12, 13)]
+    agent = w.agent([Step(tool_calls=calls), Step(text=ANSWER)])
+    run_id = _run(w, agent, "Where are orders 12 and 13?")
+    w.settle(run_id)
+    pending = [str(c.get("call_id")) for c in w.tool_calls(run_id)
+               if c.get("state") == "dispatchable"]
+    if len(pending) != 2:
+        raise NotTestable(f"not testable: run {run_id} did not wait on two tool calls: "
+                          f"{pending}")
+    first, second = pending
+    target, role = w.executors(), w.executor()
+    claim = str(w.ok(target.claim(first, role), f"claim {first}").get("claim_id"))
+    w.ok(target.detach(first, claim, role), f"detach {first} before acceptance")
+    w.ok(target.detach(first, w.accept(first), w.executor()), f"detach {first} after acceptance")
+    claim = w.accept(second)
+    w.ok(target.request_tool_cancel(second), f"ask to cancel the business task of {second}")
+    w.ok(w.finish(second, claim, f"arck-cancelled-{second}", None, "cancelled"),
+         f"send the cancelled receipt of {second}")
+    w.settle(run_id)
+
+    def detached(events: list[dict[str, Any]]) -> list[Finding]:
+        flags = [d.get("accepted") for d in _of(events, "tool_call.detached")]
+        return _finding(flags == [False, True], "`tool_call.detached` twice: `accepted` false "
+                        "for the detach before acceptance, true for the one after",
+                        lambda: str(flags), ("RUN-16",))
+
+    _judge(w, "detach and cancel", run_id, detached)
+
+
 def _engine_answers(w: RunWorld) -> None:
     calls = [ToolCall(name="arck_no_such_tool", arguments={}),
              ToolCall(name="arck_chat_history", arguments={})]
@@ -377,8 +412,9 @@ def _uncompactable(w: RunWorld) -> None:
 
 @check("RUN-16", "RUN-15")
 def test_run_events_follow_the_catalogue(ctx: CheckContext) -> None:
-    """Runs that complete after a tool call (a lapsed claim, progress, a protected result),
-    meet tools the engine answers, are cancelled, refused at admission, give up after three
+    """Runs that complete after a tool call (a lapsed claim, progress, a protected result) or
+    after two (detached before and after acceptance; a business cancel), meet tools the
+    engine answers, are cancelled, refused at admission, give up after three
     retries, lose an answer then reconcile it, have a late refusal looked up, compact and
     refuse a summary, or cannot
     compact: every event of each has its documented members and types, ids count 1, 2, ...,
@@ -386,8 +422,8 @@ def test_run_events_follow_the_catalogue(ctx: CheckContext) -> None:
     settlement follows it, and each run shows the types its scenario exists for."""
     w = world(ctx)
     needs_virtual_time(w, "retry backoffs, a lapsed claim and a reconciliation a minute on")
-    for scenario in (_tool_call, _engine_answers, _cancelled, _refused, _retries, _lost,
-                     _refused_late, _compaction, _uncompactable):
+    for scenario in (_tool_call, _detach_and_cancel, _engine_answers, _cancelled, _refused,
+                     _retries, _lost, _refused_late, _compaction, _uncompactable):
         scenario(w)
 
 

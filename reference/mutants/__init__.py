@@ -911,6 +911,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "compaction_kept:stretch_given_up",
     ),
     (
+        "detach-says-accepted",
+        "every tool_call.detached says accepted: true, a detach before acceptance too",
+        ("RUN-16",),
+        "edges:detach_says_accepted",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

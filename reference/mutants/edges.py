@@ -324,6 +324,22 @@ def collected_unreported() -> FastAPI:
     return serve(workers_class=CollectedUnreportedWorkers)
 
 
+class DetachSaysAcceptedRuntime(Runtime):
+    """Every `tool_call.detached` says `accepted: true`, a detach before acceptance too."""
+
+    def detach(self, principal: Principal, call_id: str, data: object) -> Any:
+        answer = super().detach(principal, call_id, data)
+        with self.store.transaction() as db:
+            db.execute("UPDATE run_events SET data = json_set(data, '$.accepted', json('true')) "
+                       "WHERE type = 'tool_call.detached' AND "
+                       "json_extract(data, '$.call_id') = ?", (call_id,))
+        return answer
+
+
+def detach_says_accepted() -> FastAPI:
+    return serve(runtime_class=DetachSaysAcceptedRuntime)
+
+
 class _SettledLookedUpAgain(Reconciler):
     """A settled call stays scheduled: the money moves once (a second settlement finds the call
     no longer pending), but the provider is asked about it again at every step of the
