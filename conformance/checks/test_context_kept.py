@@ -490,6 +490,11 @@ def test_compaction_from_exactly_70_percent(ctx: CheckContext, case: Any) -> Non
     left = local[0].get("estimate_after") if local else None
     if not after or not isinstance(left, int):
         return
+    expect(left == edge.estimate(length), ("CTX-04", "CTX-03"),
+           f"local compaction leaving the estimate the profile's placeholders give, "
+           f"{edge.estimate(length)} ({shown}: before the kept tail every completed call's "
+           "tool message and arguments replaced where shorter, nothing else)",
+           f"estimate_after {left}", hint=hint)
     summary = "summary" in decision
     expect(summary == (Fraction(left, reported) >= THRESHOLD), ("CTX-04", "CTX-03"),
            f"after local compaction to {left} of budget {reported} ({shown}): a summary only "

@@ -897,6 +897,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:collected_unreported",
     ),
     (
+        "compaction-arguments-kept",
+        "local compaction replaces old tool results but keeps every call's long arguments",
+        ("CTX-04",),
+        "compaction_kept:compaction_arguments_kept",
+    ),
+    (
         "stretch-cut-one-short",
         "a summary stretch cut back to the summary channel's window loses one message more "
         "than it must",

@@ -26,6 +26,7 @@ from arck.reference.runtime.worker import Workers
 
 __all__ = [
     "answer_summarised",
+    "compaction_arguments_kept",
     "current_input_summarised",
     "empty_summary_accepted",
     "facts_dropped",
@@ -338,3 +339,19 @@ class _GivenUpCompactor(Compactor):
 
 def stretch_given_up() -> FastAPI:
     return serve(workers_class=_compacting(_GivenUpCompactor))
+
+
+def _results_only(messages: Sequence[Message], facts: Facts) -> list[Message]:
+    compacted = compaction.local(messages, facts)
+    return [old if old.get("role") == "assistant" else new
+            for old, new in zip(messages, compacted, strict=True)]
+
+
+class _ResultsOnlyCompactor(Compactor):
+    """Local compaction replaces old tool results but keeps every call's long arguments."""
+
+    local = staticmethod(_results_only)
+
+
+def compaction_arguments_kept() -> FastAPI:
+    return serve(workers_class=_compacting(_ResultsOnlyCompactor))
