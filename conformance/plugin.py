@@ -69,6 +69,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "requirement(*ids): the protocol requirement IDs (docs/protocol.md) a check covers",
     )
     if config.getoption("arck_target") or config.getoption("arck_config"):
+        # Python's own traceback text for an unexpected error: pytest's default style re-parses
+        # each frame's source with `ast`, which a deep or interrupted stack can break
+        # (SystemError: "AST constructor recursion depth mismatch"), ending the run as an
+        # internal error with every later check unjudged.
+        config.option.tbstyle = "native"
         from arck.conformance.searchtime import set_more_failures_seconds
 
         try:
