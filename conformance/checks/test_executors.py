@@ -106,6 +106,26 @@ def _judge_silence(ctx: CheckContext, w: RunWorld) -> None:
         raise NotTestable(f"not testable: a claim right after a heartbeat was refused too, "
                           f"so the refusals may not be about the silence: "
                           f"{control.describe()}", exchange=control)
+    if ctx.profile == "reference":
+        _judge_window_edge(w, silent)
+
+
+def _judge_window_edge(w: RunWorld, role: str) -> None:
+    """Profile: online while less than 60 s have passed since the last heartbeat, the
+    heartbeat's `online_until` being that instant: a claim 1 s before it is taken, a claim
+    at it is refused (docs/executors.md, Online)."""
+    target = w.executors()
+    calls = [w.waiting_call({"q": f"at the edge {n}"})[2] for n in (1, 2)]
+    beat = w.ok(target.heartbeat(role), "send a heartbeat")
+    until, sent = beat.get("online_until"), w.control.now()
+    expect(isinstance(until, int | float) and abs(until - (sent + 60)) < 1e-6, "EXE-02",
+           "profile: a heartbeat's `online_until` 60 s after it", f"{beat} at {sent}")
+    for at, taken in ((until - 1, True), (until, False)):
+        w.idle(at - w.control.now())
+        answer = target.claim(calls.pop(0), role)
+        expect(_ok(answer) == taken, "EXE-02", f"profile: a claim {until - at:g} s before "
+               f"`online_until` {'taken' if taken else 'refused (no longer online)'}",
+               answer.describe)
 
 
 def _candidates(exchange: Exchange) -> list[Any]:

@@ -923,6 +923,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:detach_says_accepted",
     ),
     (
+        "online-at-the-edge",
+        "an executor is still online at the very instant of its online_until (60 s after its "
+        "heartbeat), not only before it",
+        ("EXE-02",),
+        "edges:online_at_the_edge",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

@@ -387,6 +387,23 @@ def grant_misnamed() -> FastAPI:
     return serve(runtime_class=_GrantMisnamed)
 
 
+class _OnlineAtTheEdge(Runtime):
+    """An executor is still online at the very instant of its `online_until` (the window
+    is closed at its end, not open)."""
+
+    def claim(self, principal: Principal, call_id: str, data: object) -> Any:
+        if principal.executor_id is not None:
+            with self.store.transaction() as db:
+                db.execute("UPDATE executors SET online_until = online_until + 0.001 "
+                           "WHERE id = ? AND online_until = ?",
+                           (principal.executor_id, self.clock.now()))
+        return super().claim(principal, call_id, data)
+
+
+def online_at_the_edge() -> FastAPI:
+    return serve(runtime_class=_OnlineAtTheEdge)
+
+
 def openapi_misdocuments_403() -> FastAPI:
     """The served document lists 404 where the executor's candidate list answers 403."""
     app = serve()
