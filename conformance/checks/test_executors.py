@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -118,9 +119,9 @@ def _judge_window_edge(w: RunWorld, role: str) -> None:
     calls = [w.waiting_call({"q": f"at the edge {n}"})[2] for n in (1, 2)]
     beat = w.ok(target.heartbeat(role), "send a heartbeat")
     found, sent = beat.get("online_until"), w.control.now()
-    expect(isinstance(found, int | float) and abs(found - (sent + 60)) < 1e-6, "EXE-02",
+    until = float(found) if isinstance(found, int | float) else math.nan
+    expect(abs(until - (sent + 60)) < 1e-6, "EXE-02",
            "profile: a heartbeat's `online_until` 60 s after it", f"{beat} at {sent}")
-    until = float(found)
     for at, taken in ((until - 1, True), (until, False)):
         w.idle(at - w.control.now())
         answer = target.claim(calls.pop(0), role)
