@@ -138,10 +138,16 @@ def test_openapi_document_is_public(ctx: CheckContext) -> None:
            f"missing: {', '.join(missing)}")
 
 
+# The media types a success answers in (docs/runs.md, Event stream): the events as JSON, or
+# as SSE for an Accept naming text/event-stream.
+MEDIA = {("GET", "/v1/runs/{run_id}/events"): ("application/json", "text/event-stream")}
+
+
 @check("PRO-03")
 def test_openapi_lists_the_profiles_success_statuses(ctx: CheckContext) -> None:
     """Profile: each operation of the wire tables that the served document describes lists
-    exactly one success, the table's status (201 for a creation or a claim, 200 otherwise):
+    exactly one success, the table's status (201 for a creation or a claim, 200 otherwise),
+    with the media types it answers in (the run events as JSON and as `text/event-stream`):
     a client generated from the document must expect what the service answers. An operation
     the document lacks is judged by `test_openapi_document_is_public` (definitions) or not at
     all (an area the target does not serve)."""
@@ -160,6 +166,12 @@ def test_openapi_lists_the_profiles_success_statuses(ctx: CheckContext) -> None:
                         if str(code).startswith("2"))
         if listed != [str(status)]:
             wrong.append(f"{method} {template}: {listed or 'none'} (table: {status})")
+        media = operation.get("responses", {}).get(str(status), {})
+        media = media.get("content", {}) if isinstance(media, dict) else {}
+        for kind in MEDIA.get((method, template), ()):
+            if kind not in media:
+                wrong.append(f"{method} {template}: no {kind} under {status} "
+                             f"(listed: {sorted(media)})")
     expect(not wrong, "PRO-03", "every documented operation's 2xx responses exactly the "
            "wire table's status", "; ".join(wrong),
            "Reproduce: GET /openapi.json and read each operation's `responses`.")

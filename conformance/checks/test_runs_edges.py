@@ -338,28 +338,39 @@ def test_a_wallet_drained_mid_run_ends_the_run(ctx: CheckContext) -> None:
 
 UNWATCHED_RUNS = 4  # more than a small pool of workers takes at once
 UNWATCHED_ANSWER_S = 5.0  # each run's answer takes this long
-UNWATCHED_S = 60.0  # three times what the four take one after another
+UNWATCHED_S = 60.0  # three times what one worker needs to take the four in turn
+ENGINE_TURNS = 120  # turns the engine answers itself: each one a new claim of the run
+CHAT_HISTORY = "arck_chat_history"  # the reference profile's reserved tool (docs/runs.md)
 
 
 @check("RUN-03", "RUN-11")
 def test_runs_go_on_with_nobody_asking(ctx: CheckContext) -> None:
     """Runs started and then left alone (no read, no stream, no request of any kind, as when
     every client closed its page) still end by themselves: four runs whose answers each take
-    5 s all ended a minute later, before anyone asked. An engine that moves runs only while
-    someone asks (workers that end with a run and start again on the next request) leaves
-    the ones it had not taken queued."""
+    5 s all ended a minute later, before anyone asked. Profile: a run of 120 turns that the
+    engine answers itself (`arck_chat_history`: each turn queues the run again, so each is a
+    new claim by some worker) has ended too. An engine that moves runs only while someone
+    asks (workers that end with the run they held and start again on the next request)
+    leaves queued what its remaining workers did not take, however many there are."""
     w = world(ctx)
     needs_virtual_time(w, "a minute in which nobody asks the service anything")
     wallet = w.wallet(FUNDS)
     runs = []
     for n in range(UNWATCHED_RUNS):
-        agent = w.agent([Step(text=f"{TEXT} {n}", faults=[SlowAnswer(seconds=UNWATCHED_ANSWER_S)])])
+        agent = w.agent([Step(text=f"{TEXT} {n}",
+                              faults=[SlowAnswer(seconds=UNWATCHED_ANSWER_S)])])
         runs.append(str(w.start(w.session(agent, wallet), f"Answer {n}, slowly")["run_id"]))
+    if ctx.profile == "reference":
+        looked = [Step(tool_calls=[ToolCall(name=CHAT_HISTORY, arguments={})])] * ENGINE_TURNS
+        agent = w.agent([*looked, Step(text=TEXT)])
+        runs.append(str(w.start(w.session(agent, wallet), "Look back, often")["run_id"]))
     w.control.advance(UNWATCHED_S)  # the clock moves; the service hears nothing else
     states = {run_id: w.snapshot(run_id).get("state") for run_id in runs}
     waiting = {run_id: state for run_id, state in states.items() if state != "ended"}
     expect(not waiting, ("RUN-03", "RUN-11"),
-           f"all {UNWATCHED_RUNS} runs ended within {UNWATCHED_S:g} s with no request "
-           f"(each answer takes {UNWATCHED_ANSWER_S:g} s)", f"not ended: {waiting}",
-           f"Reproduce: start {UNWATCHED_RUNS} runs whose model answers after "
-           f"{UNWATCHED_ANSWER_S:g} s, send nothing for {UNWATCHED_S:g} s, then GET each run.")
+           f"all {len(runs)} runs ended within {UNWATCHED_S:g} s with no request (each "
+           f"answer takes {UNWATCHED_ANSWER_S:g} s; profile: one run of {ENGINE_TURNS} turns "
+           "the engine answers itself)", f"not ended: {waiting}",
+           f"Reproduce: start runs whose model answers after {UNWATCHED_ANSWER_S:g} s (and "
+           f"one of {ENGINE_TURNS} {CHAT_HISTORY} calls), send nothing for "
+           f"{UNWATCHED_S:g} s, then GET each run.")

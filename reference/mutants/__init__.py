@@ -930,6 +930,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:online_at_the_edge",
     ),
     (
+        "stream-undocumented",
+        "the served document leaves text/event-stream out of the run events' 200 (the "
+        "stream itself works)",
+        ("PRO-03",),
+        "statuses:stream_undocumented",
+    ),
+    (
         "workers-die-after-a-run",
         "each worker ends with the first run it holds; new ones start only when a run is "
         "created, read or answered, so runs left alone stay queued",

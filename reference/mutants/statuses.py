@@ -1,6 +1,7 @@
 """Mutants of the profile's success statuses (PRO-03): a claim answered 200 where the wire
-table says 201 (every client that asks "did it work?" is content), and a served document that
-lists 202 for a claim while the answer stays 201."""
+table says 201 (every client that asks "did it work?" is content), a served document that
+lists 202 for a claim while the answer stays 201, and one that leaves the run events'
+`text/event-stream` out of their 200."""
 
 from __future__ import annotations
 
@@ -38,6 +39,20 @@ def claim_documented_202() -> FastAPI:
         responses = operation["responses"]
         if "201" in responses:
             responses["202"] = responses.pop("201")
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def stream_undocumented() -> FastAPI:
+    app = serve()
+    built = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        doc = built()
+        answer = doc["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"].get("200", {})
+        answer.get("content", {}).pop("text/event-stream", None)
         return doc
 
     app.openapi = openapi  # type: ignore[method-assign]
