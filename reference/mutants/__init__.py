@@ -910,6 +910,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "compaction_kept:stretch_cut_one_short",
     ),
     (
+        "summary-of-nothing",
+        "when not even the first message fits the summary channel's window, a summary call is "
+        "made anyway, of an empty stretch",
+        ("CTX-04",),
+        "compaction_kept:summary_of_nothing",
+    ),
+    (
         "stretch-given-up",
         "a summary stretch too long for the summary channel's window is not cut back: no "
         "summary is made",

@@ -35,6 +35,7 @@ __all__ = [
     "memory_resummarised",
     "stretch_cut_one_short",
     "stretch_given_up",
+    "summary_of_nothing",
     "tail_arguments_placeholdered",
     "threshold_exclusive",
     "uncompactable_late",
@@ -355,3 +356,20 @@ class _ResultsOnlyCompactor(Compactor):
 
 def compaction_arguments_kept() -> FastAPI:
     return serve(workers_class=_compacting(_ResultsOnlyCompactor))
+
+
+def _empty_when_nothing_fits(messages: Sequence[Message], start: int, end: int,
+                             fits: Any) -> int | None:
+    cut = compaction.shrink(messages, start, end, fits)
+    return start if cut is None else cut
+
+
+class _SummaryOfNothingCompactor(Compactor):
+    """When not even the stretch's first message fits the summary window, the summary call
+    is made anyway, of an empty stretch."""
+
+    shrink = staticmethod(_empty_when_nothing_fits)
+
+
+def summary_of_nothing() -> FastAPI:
+    return serve(workers_class=_compacting(_SummaryOfNothingCompactor))
