@@ -96,15 +96,19 @@ def error_shape_problem(exchange: Exchange) -> str | None:
     return None
 
 
+def template_pattern(template: str) -> re.Pattern[str]:
+    """The concrete paths of an OpenAPI path template: each `{name}` one segment."""
+    return re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$")
+
+
 def documented_statuses(doc: Any, method: str, path: str) -> set[str] | None:
     """The response statuses /openapi.json lists for the operation serving `path` (its
     template matched segment by segment); None when the document has no such operation (a
     target without that area: its statuses are judged by PRO-02 alone)."""
     paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
     for template, item in paths.items():
-        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
         operation = item.get(method.lower()) if isinstance(item, dict) else None
-        if re.match(pattern, path) and isinstance(operation, dict):
+        if template_pattern(template).match(path) and isinstance(operation, dict):
             return set(map(str, operation.get("responses", {})))
     return None
 

@@ -1,5 +1,6 @@
 """The reference profile's success status of each operation, from the wire tables of
-docs/profile.md, docs/runs.md and docs/executors.md (`tests/test_docs.py` keeps them equal).
+docs/profile.md, docs/runs.md and docs/executors.md
+(`tests/conformance/test_wirestatus.py` keeps them equal).
 
 A success answered with another 2xx (a claim answered 200, a run 202) passes every check that
 asks only "did it work?", and breaks every client written to the profile; so in the reference
@@ -9,11 +10,10 @@ document must list the same status (`conformance/checks/test_openapi.py`).
 
 from __future__ import annotations
 
-import re
-
 import httpx
 
 from arck.conformance.errors import CheckFailure
+from arck.conformance.judge import template_pattern
 from arck.simulator.target import Exchange
 
 __all__ = ["SUCCESS", "judge_success", "success_status", "wrong_success"]
@@ -59,11 +59,7 @@ SUCCESS: dict[tuple[str, str], int] = {
 }
 
 
-def _pattern(template: str) -> re.Pattern[str]:
-    return re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$")
-
-
-_PATTERNS = [(method, _pattern(template), status)
+_PATTERNS = [(method, template_pattern(template), status)
              for (method, template), status in SUCCESS.items()]
 
 

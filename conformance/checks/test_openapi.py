@@ -162,12 +162,12 @@ def test_openapi_lists_the_profiles_success_statuses(ctx: CheckContext) -> None:
         operation = by_shape.get(_TEMPLATE.sub("{}", template), {}).get(method.lower())
         if not isinstance(operation, dict):
             continue
-        listed = sorted(str(code) for code in operation.get("responses", {})
-                        if str(code).startswith("2"))
+        responses = operation.get("responses", {})
+        listed = sorted(str(code) for code in responses if str(code).startswith("2"))
         if listed != [str(status)]:
             wrong.append(f"{method} {template}: {listed or 'none'} (table: {status})")
-        media = operation.get("responses", {}).get(str(status), {})
-        media = media.get("content", {}) if isinstance(media, dict) else {}
+        answer = responses.get(str(status), {})
+        media = answer.get("content", {}) if isinstance(answer, dict) else {}
         for kind in MEDIA.get((method, template), ()):
             if kind not in media:
                 wrong.append(f"{method} {template}: no {kind} under {status} "

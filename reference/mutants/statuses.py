@@ -29,31 +29,34 @@ def claims_answered_200() -> FastAPI:
     return app
 
 
-def claim_documented_202() -> FastAPI:
+def _documented(edit: Callable[[dict[str, Any]], None]) -> FastAPI:
+    """The reference app whose served document is changed by `edit` (the answers are not)."""
     app = serve()
     built = app.openapi
 
     def openapi() -> dict[str, Any]:
         doc = built()
-        operation = doc["paths"]["/v1/tool-calls/{call_id}/claims"]["post"]
-        responses = operation["responses"]
-        if "201" in responses:
-            responses["202"] = responses.pop("201")
+        edit(doc)
         return doc
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _claim_as_202(doc: dict[str, Any]) -> None:
+    responses = doc["paths"]["/v1/tool-calls/{call_id}/claims"]["post"]["responses"]
+    if "201" in responses:
+        responses["202"] = responses.pop("201")
+
+
+def _stream_left_out(doc: dict[str, Any]) -> None:
+    answer = doc["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"].get("200", {})
+    answer.get("content", {}).pop("text/event-stream", None)
+
+
+def claim_documented_202() -> FastAPI:
+    return _documented(_claim_as_202)
 
 
 def stream_undocumented() -> FastAPI:
-    app = serve()
-    built = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        doc = built()
-        answer = doc["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"].get("200", {})
-        answer.get("content", {}).pop("text/event-stream", None)
-        return doc
-
-    app.openapi = openapi  # type: ignore[method-assign]
-    return app
+    return _documented(_stream_left_out)
