@@ -573,10 +573,15 @@ class _Edged:
 
 BYPASS = Fraction(92, 100)  # CTX-05
 OPENED = Fraction(80, 100)  # where a summary is sure (first summary: no spacing yet)
-SPACED_RESULTS = (400, 400)  # the 2 tool exchanges of the run a summary opens
-SPACING = st.tuples(st.sampled_from(("at", "below")), st.sampled_from([0.5, 0.75]), PREFIX)
-SPACING_EXAMPLES = (("at", 0.5, [(100, [800, 800, 800])]),
-                    ("below", 0.75, [(100, [800, 800]), (50, [500])]))
+SPACING_CALLS = 4  # CTX-05: main calls completed after a summary before the next may come
+# The tool exchanges of the run a summary opens: 2 leave 3 main calls after it (the spacing in
+# force), 3 leave exactly 4 (the spacing over: a summary due at 70%, whatever the 92% says).
+SPACED_RESULTS = {2: (400, 400), 3: (400, 400, 400)}
+SPACING = st.tuples(st.sampled_from(("at", "below")), st.sampled_from([0.5, 0.75]), PREFIX,
+                    st.sampled_from(sorted(SPACED_RESULTS)))
+SPACING_EXAMPLES = (("at", 0.5, [(100, [800, 800, 800])], 2),
+                    ("below", 0.75, [(100, [800, 800]), (50, [500])], 2),
+                    ("below", 0.5, [(100, [800, 800])], 3))
 
 
 @property_check("CTX-05", "CTX-04", cases=SPACING, examples=SPACING_EXAMPLES, cap=8)
@@ -584,20 +589,23 @@ def test_summary_spacing_skipped_from_exactly_92_percent(ctx: CheckContext, case
     """Profile: the spacing is skipped "at ≥ 92%", measured after local compaction, 92%
     included. Three main calls after a summary (spacing in force), a request left exactly at
     92% of the effective budget after local compaction is summarised; one token below it is
-    not (CTX-05: within the spacing and below 92%, no summary). Earlier runs set the history,
-    a run whose input is aimed at 80% opens with the first summary and makes 2 tool
-    exchanges, then the last run's input is sized with the profile's arithmetic."""
+    not (CTX-05: within the spacing and below 92%, no summary). Four main calls after it (the
+    spacing over), one token below 92% is summarised too (still at ≥ 70%: compaction due, and
+    a summary the only step left). Earlier runs set the history, a run whose input is aimed at
+    80% opens with the first summary and makes 2 or 3 tool exchanges, then the last run's
+    input is sized with the profile's arithmetic."""
     if ctx.profile != "reference":
         raise NotApplicable("the exact 92% bypass is judged against the reference profile's "
                             "own estimate arithmetic")
-    side, drift, prefix = case
+    side, drift, prefix, exchanges = case
+    spaced = SPACED_RESULTS[exchanges]
     w = world(ctx)
     tail = [Step(tool_calls=[ToolCall(name=TOOL, arguments=_arguments(99, j, 60))])
-            for j in range(len(SPACED_RESULTS))] + [Step(text="noted"), Step(text="done")]
+            for j in range(len(spaced))] + [Step(text="noted"), Step(text="done")]
     edged = _Edged.of(w, drift, prefix, tail)
     opened = str(w.start(edged.session, "s" * edged.landing(
         w, math.ceil(OPENED * edged.budget)))["run_id"])
-    edged.drive(w, opened, SPACED_RESULTS)
+    edged.drive(w, opened, spaced)
     events = w.events(opened)
     _, _, _, decision = _first_decision(w, opened, events)
     main = [e for e in events if e.get("type") == "model_call.started"
@@ -627,6 +635,10 @@ def test_summary_spacing_skipped_from_exactly_92_percent(ctx: CheckContext, case
         expect("summary" in decision, "CTX-05", f"a summary at {shown}: at ≥ 92% the spacing "
                "is skipped (92% itself included; the profile's choice)",
                f"decision {decision!r}, reason {reason!r}", hint=hint)
+    elif len(main) >= SPACING_CALLS:
+        expect("summary" in decision, "CTX-05", f"a summary at {shown}: the spacing is over "
+               f"after {SPACING_CALLS} main calls, and at ≥ 70% a compaction is due (the "
+               "profile's)", f"decision {decision!r}, reason {reason!r}", hint=hint)
     else:
         expect("summary" not in decision, "CTX-05", f"no summary at {shown}: below 92% and "
                "within the spacing (4 main calls after a summary before the next)",

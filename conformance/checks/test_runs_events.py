@@ -51,6 +51,8 @@ FUNDS = 10**12
 ANSWER = "arck events: the order shipped"
 IN_FLIGHT_S = 10.0  # a slow answer: well inside the channel's 30 s timeout
 STILL_ANSWERING_S = 25.0  # after a 15 s lease lapses, before the 30 s timeout
+TIMEOUT_S = 30.0  # the channel's timeout_ms (docs/runs.md, Channels)
+EDGE_S = 0.01  # how close to the timeout the takeover's call is processed, either side
 CLAIM_LAPSE_S = 31.0  # a claim's lease is 30 s (docs/executors.md, Claim)
 RECONCILE_STEP_S = 70.0  # a cost-pending call is looked up 60 s after a worker sees it
 RECONCILE_STEPS = 4
@@ -445,6 +447,45 @@ def test_takeover_events(ctx: CheckContext) -> None:
     with w.faults("slow_start"):
         still = _restarted(w, restart, SlowStart(seconds=STILL_ANSWERING_S))
     _judge(w, "takeover, still answering", still, _recovered)
+
+
+@check("RUN-11", "RUN-16")
+def test_a_takeover_keeps_the_model_timeout(ctx: CheckContext) -> None:
+    """Profile: a worker that takes over a run whose model call is in flight looks the call up
+    until the channel's 30 s timeout from when the call started, no shorter: a call the
+    provider processes 10 ms before the timeout is used (the run completes, not resent), one
+    it processes 10 ms after ends the run `model_timeout` exactly 30 s after the call
+    started."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the channel's timeout_ms and the lookups' schedule are the "
+                            "reference profile's")
+    w = world(ctx)
+    needs_virtual_time(w, "timing a takeover's lookups to the millisecond")
+    restart = getattr(w.target, "restart", None)
+    if not callable(restart):
+        raise NotApplicable("the target offers no restart step (`restart` in its adapter)")
+    for late, reason in ((TIMEOUT_S - EDGE_S, "completed"), (TIMEOUT_S + EDGE_S, "model_timeout")):
+        with w.faults("slow_start"):
+            run_id = _restarted(w, restart, SlowStart(seconds=late))
+        events = w.events(run_id)
+        ended = w.snapshot(run_id).get("end_reason")
+        hint = f"the run's events: GET /v1/runs/{run_id}/events"
+        expect(ended == reason, ("RUN-11", "RUN-16"),
+               f"profile: a call the provider processes {late} s after it came, taken over "
+               f"after a restart, ends the run {reason!r} (lookups go on until the "
+               f"{TIMEOUT_S:g} s timeout from the call's start)",
+               f"end {ended!r}; events {[e.get('type') for e in events]}", hint=hint)
+        if reason != "model_timeout":
+            continue
+        started = [e["at"] for e in events if e.get("type") == "model_call.started"
+                   and isinstance(e.get("at"), int | float)]
+        finished = [e["at"] for e in events if e.get("type") == "run.ended"
+                    and isinstance(e.get("at"), int | float)]
+        gap = float(finished[0]) - float(started[0]) if started and finished else None
+        expect(gap is not None and abs(gap - TIMEOUT_S) < 1e-6, ("RUN-11", "RUN-16"),
+               f"profile: after a takeover, the run ended model_timeout {TIMEOUT_S:g} s after "
+               "its call started", f"model_call.started at {started}, run.ended at {finished}",
+               hint=hint)
 
 
 def _restarted(w: RunWorld, restart: Callable[[], None], fault: Fault) -> str:

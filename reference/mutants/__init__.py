@@ -757,6 +757,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "runs:unspaced_summaries",
     ),
     (
+        "summaries-spaced-by-five",
+        "a summary waits for 5 main calls after the last, not 4: still 'at least 4' (core), "
+        "but the profile's summary due at the fourth is deferred",
+        ('CTX-05',),
+        "runs:spaced_by_five",
+    ),
+    (
         "spacing-kept-at-92",
         "the spacing of summaries is kept even at 92% of the budget",
         ('CTX-05',),
@@ -1349,6 +1356,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "call's retries start again",
         ("RUN-02",),
         "edges:takeover_forgets_retries",
+    ),
+    (
+        "takeover-stops-short",
+        "a takeover's lookups of an in-flight call stop while a whole poll still fits before "
+        "the channel's timeout: the last lookup falls short of it",
+        ("RUN-11",),
+        "edges:takeover_stops_short",
     ),
     (
         "batch-requeue-unrecorded",

@@ -20,6 +20,7 @@ from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET, TOKEN_PREFIX, 
 from arck.reference.runtime.modelcall import ModelClient, Outcome
 from arck.reference.runtime.reconcile import (
     LOOKUP_TIMEOUT_S,
+    POLL_S,
     RECONCILE_AFTER_S,
     Reconciler,
     Verdict,
@@ -471,3 +472,20 @@ class _QuietRequeueRuntime(Runtime):
 
 def batch_requeue_unrecorded() -> FastAPI:
     return serve(runtime_class=_QuietRequeueRuntime)
+
+
+class _TakeoverStopsAPollShort(Reconciler):
+    """A takeover looks the in-flight call up every second while a whole poll still fits
+    before the channel's timeout, then gives up: the last lookup falls short of the deadline
+    (never on it), so a call processed in the timeout's last moments is abandoned."""
+
+    async def await_verdict(self, call_id: str, deadline: float) -> Verdict:
+        while True:
+            verdict = self.judge(await self.workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
+            if verdict.kind != "in_progress" or self.clock.now() + POLL_S >= deadline:
+                return verdict
+            await self.clock.sleep(POLL_S)
+
+
+def takeover_stops_short() -> FastAPI:
+    return serve(workers_class=_reconciling(_TakeoverStopsAPollShort))

@@ -410,6 +410,10 @@ class _Unspaced(Compactor):
     spacing = 0
 
 
+class _SpacedByFive(Compactor):
+    spacing = 5
+
+
 class _NoBypass(Compactor):
     bypass = Fraction(1_000)
 
@@ -461,6 +465,10 @@ def no_margin() -> FastAPI:
 
 def unspaced_summaries() -> FastAPI:
     return serve(workers_class=_compacting(_Unspaced))
+
+
+def spaced_by_five() -> FastAPI:
+    return serve(workers_class=_compacting(_SpacedByFive))
 
 
 def no_bypass() -> FastAPI:

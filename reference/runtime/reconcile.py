@@ -131,12 +131,7 @@ class Reconciler:
             self._end_pending(run_id, worker, call_id, "not a main call; left to reconciliation")
             return
         deadline = self._started(run_id, call_id)[0] + channel.timeout_ms / 1000
-        while True:
-            verdict = self.judge(await workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
-            now = self.clock.now()
-            if verdict.kind != "in_progress" or now >= deadline:
-                break
-            await self.clock.sleep(min(POLL_S, deadline - now))
+        verdict = await self.await_verdict(call_id, deadline)
         if not self._note(run_id, worker, call_id, verdict):
             return  # the run was taken or ended meanwhile
         if verdict.kind in ("processed", "refused"):
@@ -159,6 +154,17 @@ class Reconciler:
                         outcome, repairable=repairable)
         if repairable:
             await workers.step(run_id, worker)
+
+    async def await_verdict(self, call_id: str, deadline: float) -> Verdict:
+        """Look an in-flight call up every POLL_S until the provider has settled it or the
+        channel's timeout (`deadline`, from the call's start) has come: the last lookup is at
+        the deadline itself, never a poll short of it."""
+        while True:
+            verdict = self.judge(await self.workers.model.lookup(call_id, LOOKUP_TIMEOUT_S))
+            now = self.clock.now()
+            if verdict.kind != "in_progress" or now >= deadline:
+                return verdict
+            await self.clock.sleep(min(POLL_S, deadline - now))
 
     def _started(self, run_id: str, call_id: str) -> tuple[float, str | None]:
         """When the call was recorded, and the channel it went to (its RUN-15 event)."""
