@@ -65,29 +65,34 @@ UNSTORED = (404, 405, 501)  # a target with no execution-history endpoint
 Key = tuple[str, str]
 
 # A run: its input's bytes, the result bytes of each tool exchange it makes (one call each),
-# the bytes of each call's arguments (long enough that a placeholder would be shorter), and
-# whether it ends asking the user for input (the next run's input then answers that request).
+# the bytes of each call's arguments (long enough that a placeholder would be shorter),
+# whether it ends asking the user for input (the next run's input then answers that request),
+# and whether its first call is detached after acceptance instead of answered (its outcome
+# then unknown: a `reconciliation_required` receipt the engine makes, a fact like any other).
 # Sizes come from a few classes, not any integer: a failure then shrinks in seconds (each
 # input is a whole conversation), and the classes still cross 70% and 92% of the window with
 # the input before, inside or after the last 2 exchanges.
 RUN = st.tuples(st.sampled_from([40, 1_000, 3_000, 9_000, 18_000]),
                 st.lists(st.sampled_from([200, 1_500, 3_000]), max_size=4),
-                st.sampled_from([0, 200, 400]), st.booleans())
+                st.sampled_from([0, 200, 400]), st.booleans(), st.booleans())
 CONVERSATIONS = st.lists(RUN, min_size=2, max_size=5)
 # Local compaction with long arguments just before the kept tail; a run whose input (a user
 # message, or the answer to a request for input) keeps it at 92% after local compaction, so
 # it is summarised at every call, its input before the last 2 exchanges and at last only the
 # first summary's working memory before the input; the same with the session's first input;
-# text alone past the window, the newest input last.
-KEPT_EXAMPLES: tuple[list[tuple[int, list[int], int, bool]], ...] = (
-    [(3_000, [3_000, 3_000], 300, False), (3_000, [3_000, 3_000], 300, False),
-     (9_000, [3_000, 3_000, 3_000, 3_000], 300, False)],
-    [(2_000, [2_500] * 4, 200, False), (1_000, [2_500] * 4, 200, False),
-     (18_000, [3_000] * 4, 200, False)],
-    [(2_000, [2_500] * 4, 200, False), (1_000, [2_500] * 4, 200, True),
-     (18_000, [3_000] * 4, 200, False)],
-    [(18_000, [3_000] * 4, 200, False), (40, [], 0, False)],
-    [(9_000, [], 0, False), (9_000, [], 0, False), (18_000, [], 0, False)],
+# text alone past the window, the newest input last; a detached call summarised away.
+KEPT_EXAMPLES: tuple[list[tuple[int, list[int], int, bool, bool]], ...] = (
+    [(3_000, [3_000, 3_000], 300, False, False), (3_000, [3_000, 3_000], 300, False, False),
+     (9_000, [3_000, 3_000, 3_000, 3_000], 300, False, False)],
+    [(2_000, [2_500] * 4, 200, False, False), (1_000, [2_500] * 4, 200, False, False),
+     (18_000, [3_000] * 4, 200, False, False)],
+    [(2_000, [2_500] * 4, 200, False, False), (1_000, [2_500] * 4, 200, True, False),
+     (18_000, [3_000] * 4, 200, False, False)],
+    [(18_000, [3_000] * 4, 200, False, False), (40, [], 0, False, False)],
+    [(9_000, [], 0, False, False), (9_000, [], 0, False, False),
+     (18_000, [], 0, False, False)],
+    [(2_000, [2_500] * 4, 200, False, True), (1_000, [2_500] * 4, 200, False, False),
+     (18_000, [3_000] * 4, 200, False, False)],
 )
 ENDS = frozenset({"completed", "input_required"})  # the script goes on after these
 
@@ -103,7 +108,7 @@ def test_compaction_keeps_input_tail_and_store(ctx: CheckContext, case: Any) -> 
     profile = ctx.profile == "reference"
     w = world(ctx)
     steps: list[Step] = []
-    for n, (_size, results, spare, asks) in enumerate(case):
+    for n, (_size, results, spare, asks, _detaches) in enumerate(case):
         steps += [Step(tool_calls=[ToolCall(name=TOOL, arguments=_arguments(n, j, spare))])
                   for j in range(len(results))]
         steps.append(Step(request_input="Which one?") if asks else Step(text="noted"))
@@ -111,15 +116,19 @@ def test_compaction_keeps_input_tail_and_store(ctx: CheckContext, case: Any) -> 
     session = w.session(agent, w.wallet(FUNDS))
     kept = _Kept()
     answers = False  # whether this run's input answers the previous run's request for input
-    for n, (size, results, _spare, asks) in enumerate(case):
+    for n, (size, results, _spare, asks, detaches) in enumerate(case):
         first = len(w.requests(agent))
         text = _input(n, size)
         run_id = str(w.start(session, text)["run_id"])
-        snapshot = _drive(w, run_id, results)
-        run = _Run(text, answers, profile, _started(w, run_id), _receipts(w, run_id),
+        detached = detaches and bool(results)
+        facts = _detach_first(w, run_id, results) if detached else []
+        snapshot = _drive(w, run_id, results, first=2 if detached else 1)
+        run = _Run(text, answers, profile, _started(w, run_id),
+                   {**_receipts(w, run_id), **dict(facts)},
                    f"run {n + 1} of {len(case)} (input {size:,} bytes" + (
                        ", answering a request for input" if answers else "") +
-                   f", {len(results)} tool exchange(s))")
+                   f", {len(results)} tool exchange(s)" + (
+                       ", the first detached after acceptance" if facts else "") + ")")
         kept.receipts.update(run.receipts)
         sent = w.requests(agent)
         for number, request in enumerate(sent[first:], start=first + 1):
@@ -163,17 +172,40 @@ def _started(w: RunWorld, run_id: str) -> dict[str, dict[str, Any]]:
             and isinstance(e.get("data"), dict)}
 
 
-def _drive(w: RunWorld, run_id: str, results: Sequence[int]) -> dict[str, Any]:
-    """Answer the run's n-th tool call with a result of results[n - 1] bytes of rows."""
+def _drive(w: RunWorld, run_id: str, results: Sequence[int], first: int = 1
+           ) -> dict[str, Any]:
+    """Answer the run's tool calls from its `first`-th on, the n-th with a result of
+    results[n - 1] bytes of rows and receipt `arck-r-<run>-<n>`."""
 
     def result(n: int) -> dict[str, Any]:
-        size = results[min(n, len(results)) - 1] if results else 0
+        size = results[min(n + first - 1, len(results)) - 1] if results else 0
         return {"status": "ok", "rows": "r" * size}
 
     def receipt(n: int) -> str:
-        return f"arck-r-{run_id}-{n}"
+        return f"arck-r-{run_id}-{n + first - 1}"
 
     return w.drive(run_id, result, receipt, rounds=len(results) + 2)
+
+
+def _detach_first(w: RunWorld, run_id: str, results: Sequence[int]
+                  ) -> list[tuple[str, str]]:
+    """Accept the run's first tool call and detach it (docs/executors.md, Executor detach: its
+    outcome unknown, the engine's receipt `detach:<claim_id>`): [(tool_call_id, receipt id)].
+    A target without the detach step has the call answered as `_drive` would: []."""
+    w.settle(run_id)
+    pending = [c for c in w.tool_calls(run_id) if c.get("state") == "dispatchable"]
+    if not pending:
+        return []  # the run ended first (its input alone too large): nothing to detach
+    call, tool_call_id = str(pending[0]["call_id"]), str(pending[0].get("tool_call_id"))
+    claim = w.accept(call)
+    detached = w.executors().detach(call, claim, w.executor())
+    if detached.status in (404, 405, 501):
+        w.ok(w.finish(call, claim, f"arck-r-{run_id}-1", {"status": "ok",
+                                                         "rows": "r" * results[0]}),
+             f"send the completed receipt of {call} (the target has no detach)")
+        return []
+    w.ok(detached, f"detach tool call {call} after its acceptance")
+    return [(tool_call_id, f"detach:{claim}")]
 
 
 def _arguments(run: int, exchange: int, size: int) -> dict[str, Any]:

@@ -1043,6 +1043,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "receipts:projects_protected",
     ),
     (
+        "detach-receipt-unstored",
+        "a detach after acceptance puts its reconciliation_required receipt in the histories "
+        "but not among the stored receipts: a summary of that call names no receipt",
+        ("CTX-06",),
+        "receipts:detach_unstored",
+    ),
+    (
         "formal-receipt-projected",
         "the formal history returns a projected receipt's projection in place of its result",
         ("BUD-16", "BUD-20"),
