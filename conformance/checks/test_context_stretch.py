@@ -20,8 +20,9 @@ from typing import Any
 
 from arck.conformance.checking import check, expect
 from arck.conformance.context import CheckContext
-from arck.conformance.errors import CheckFailure, NotTestable
+from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
 from arck.conformance.runworld import (
+    TOOL,
     ChannelSpec,
     RunWorld,
     canonical,
@@ -29,7 +30,7 @@ from arck.conformance.runworld import (
     needs_virtual_time,
     world,
 )
-from arck.simulator.provider import Step
+from arck.simulator.provider import Step, ToolCall
 
 FUNDS = 10**12
 TURN = "tell me more " * 269  # about 3.5 KB a turn: a few turns reach 70% of MAIN
@@ -199,3 +200,68 @@ def test_no_summary_of_nothing(ctx: CheckContext) -> None:
         expect(not summaries, "CTX-04", f"profile: no summary request when not even the first "
                f"message fits the summary channel's window ({_window(TINY)} tokens)",
                f"{len(summaries)} sent; the last run {w.snapshot(run_id)}")
+
+
+# About 1.5 KB of assistant text beside each tool call (within MAIN's 500 output tokens), and
+# enough such calls to reach 70% of MAIN with nothing local compaction could shorten.
+NOTE = "checked another page " * 70
+NOTED_CALLS = 16
+WORKING_MEMORY = "arck_working_memory"  # the profile's working-memory message `name`
+
+
+@check("CTX-06", "CTX-04")
+def test_a_summary_names_only_what_its_stretch_holds(ctx: CheckContext) -> None:
+    """Profile: a summary naming a call id the session knows but its stretch does not hold is
+    refused (docs/runs.md, Validation), also when the stretch begins right after the current
+    input. The first run asks the user for input; the next run's input answers it, then the
+    model makes tool calls with long notes beside them, so the stretch a summary takes is the
+    input's later side, and the message just before it (the answer) holds the request's id.
+    The summary model names that id: no working memory may carry it."""
+    if ctx.profile != "reference":
+        raise NotApplicable("which ids a summary may name is the reference profile's rule")
+    w = world(ctx)
+    needs_virtual_time(w, "a run of long tool turns, each waited for")
+    main = w.channel(dataclasses.replace(MAIN, model=w.ctx.name("asked-main")))
+    steps = [Step(request_input="Which account?")]
+    steps += [Step(text=f"{n}: {NOTE}", tool_calls=[ToolCall(name=TOOL, arguments={"n": n})])
+              for n in range(NOTED_CALLS)]
+    agent = w.agent([*steps, Step(text="done")], channel=main)
+    session = w.session(agent, w.wallet(FUNDS))
+    asked = str(w.start(session, "Close my account.")["run_id"])
+    snapshot, _ = w.settle(asked)
+    if snapshot.get("end_reason") != "input_required":
+        raise NotTestable(f"not testable: the first run did not end input_required: {snapshot}")
+    request = _request_id(w.history(session, "execution"))
+    # The summary model, answering any summary of this channel, names the request's id.
+    w.provider.add_model_script(main.spec.model, [Step(
+        text=f"The user answered request {request}; the agent checked pages.")] * 8)
+    run_id = str(w.start(session, "The savings account.")["run_id"])
+    w.answer_all(run_id, {"status": "ok"}, rounds=NOTED_CALLS + 2)
+    summaries = [r for r in w.provider.recorded() if r.conversation == f"model:{main.spec.model}"]
+    if not summaries:
+        raise NotTestable(f"not testable: no summary was asked in {NOTED_CALLS} long turns: "
+                          f"{w.snapshot(run_id)}")
+    if all(request in "\n".join((_split(messages(r)) or ("", []))[1]) for r in summaries):
+        raise NotTestable(f"not testable: every summary's stretch held request {request} (the "
+                          "earlier side of the input), so naming it is allowed")
+    carried = [n for n, r in enumerate(w.requests(agent), start=1)
+               if any(isinstance(m, dict) and m.get("name") == WORKING_MEMORY
+                      and request in str(m.get("content")) for m in messages(r))]
+    refused = w.of_type(run_id, "compaction.refused")
+    expect(not carried, "CTX-06", f"profile: a summary naming request {request}, which its "
+           "stretch (the later side of the input answering that request) does not hold, is "
+           "refused: no working memory carries it",
+           f"a working memory naming it in main request(s) {carried[:4]}; refusals {refused}",
+           "Replay the case with `arck replay`; the summary requests are the provider's "
+           f"records of model {main.spec.model}.")
+
+
+def _request_id(history: list[Any]) -> str:
+    """The id of the reserved call the execution history's last assistant message makes."""
+    for message in reversed(history):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list) and calls and isinstance(calls[0], dict) \
+                and isinstance(calls[0].get("id"), str):
+            return str(calls[0]["id"])
+    raise NotTestable(f"not testable: no request for input in the execution history "
+                      f"{canonical(history)[-300:]}")

@@ -788,6 +788,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "runs:unvalidated_summaries",
     ),
     (
+        "summary-ids-from-the-message-before",
+        "the ids a summary may name are counted from one message before its stretch: a "
+        "summary naming the reserved request the current input answers is taken",
+        ("CTX-06",),
+        "runs:ids_from_the_message_before",
+    ),
+    (
         "input-revokes-batch",
         "input appended while an accepted tool batch waits withdraws its calls",
         ("RUN-06",),

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from arck.reference.auth import Principal
 from arck.reference.mutants.base import serve
-from arck.reference.runtime import billing
+from arck.reference.runtime import billing, compaction
 from arck.reference.runtime.claims import CallRow
 from arck.reference.runtime.compactor import Compactor, Target
 from arck.reference.runtime.executor_wire import Receipt, ReceiptAnswer
@@ -477,6 +477,24 @@ def no_bypass() -> FastAPI:
 
 def unvalidated_summaries() -> FastAPI:
     return serve(workers_class=_compacting(_Unvalidated))
+
+
+class _IdsFromTheMessageBefore(Compactor):
+    """Counts the ids a summary may name from one message before its stretch (an off-by-one):
+    when the stretch is the later side of an input answering a reserved request, a summary
+    naming that request's id is taken (the sampled compaction.py slice-1 survivor)."""
+
+    @staticmethod
+    def validate(summary: str, messages: Any, span: tuple[int, int], facts: Any) -> str | None:
+        wider = compaction.refusal(summary, messages, (max(span[0] - 1, 0), span[1]), facts)
+        if wider is not None:
+            return wider
+        why = compaction.refusal(summary, messages, span, facts)
+        return None if why and "not in the summarized stretch" in why else why
+
+
+def ids_from_the_message_before() -> FastAPI:
+    return serve(workers_class=_compacting(_IdsFromTheMessageBefore))
 
 
 def character_threshold() -> FastAPI:
