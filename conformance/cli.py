@@ -62,6 +62,7 @@ def pytest_args(
     seed: int | None,
     max_examples: int | None,
     profile: str,
+    checks: str | None = None,
     strict: bool,
     report_dir: Path | None,
     case: Path | None = None,
@@ -90,6 +91,7 @@ def pytest_args(
         ("--arck-target", target),
         ("--arck-config", config),
         ("--arck-requirements", requirements),
+        ("--arck-checks", checks),
         ("--arck-seed", seed),
         ("--arck-max-examples", max_examples),
         ("--arck-report-dir", report_dir),
@@ -131,6 +133,11 @@ def run(
     requirements: Annotated[
         str | None, typer.Option(help="Only these areas or IDs, e.g. BUD,DRY-06.")
     ] = None,
+    checks: Annotated[
+        str | None,
+        typer.Option(help="Only these checks, by id or prefix as reports name them, e.g. "
+                     "runs_edges/,budget/test_budget_is_used."),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for every random choice.")] = None,
     max_examples: Annotated[int | None, typer.Option(help="Examples per property check.")] = None,
     profile: Annotated[SearchProfile, typer.Option(help="Search effort.")] = SearchProfile.ci,
@@ -169,6 +176,7 @@ def run(
         target=target,
         config=config,
         requirements=requirements,
+        checks=checks,
         seed=seed,
         max_examples=max_examples,
         profile=profile.value,

@@ -148,8 +148,10 @@ def requirement_matrix(
     selected: set[str],
     profile: str,
     holding: Collection[str] = (),
+    left_out: Collection[str] = (),
 ) -> list[RequirementRow]:
-    """One row per requirement; `holding`: IDs whose baseline entry's counterexample still fails.
+    """One row per requirement; `holding`: IDs whose baseline entry's counterexample still fails;
+    `left_out`: IDs of checks that `--checks` left out.
 
     A requirement outside `--requirements` is still judged when a check that ran covers it: the
     check judged it either way. Only one no check in the run covers is "not selected".
@@ -164,6 +166,8 @@ def requirement_matrix(
             row.reason = (req.pending or "no check covers it yet") if selected_here else (
                 "not selected by --requirements"
             )
+            if selected_here and req.id in left_out:
+                row.reason = "its checks not selected by --checks"
         else:
             row.status, row.reason = _aggregate(req, covering, profile)
             if row.status is Status.PASS and req.id in holding:

@@ -35,6 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--arck-requirements", default=None, help="only these areas or IDs, e.g. BUD,DRY-06"
     )
     group.addoption(
+        "--arck-checks", default=None,
+        help="only these checks: ids as reports name them, or prefixes (runs_edges/), "
+        "comma-separated",
+    )
+    group.addoption(
         "--arck-profile",
         default="ci",
         choices=("quick", "ci", "thorough"),
@@ -95,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
             target_spec=config.getoption("arck_target"),
             config_path=Path(p) if (p := config.getoption("arck_config")) else None,
             requirements=config.getoption("arck_requirements"),
+            checks=config.getoption("arck_checks"),
             search_profile=config.getoption("arck_profile"),
             max_examples=config.getoption("arck_max_examples"),
             seed=seed,

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Generator
@@ -72,6 +73,7 @@ class ArckRun:
         config_path: Path | None,
         requirements: str | None,
         search_profile: str,
+        checks: str | None = None,
         max_examples: int | None,
         seed: int,
         report_dir: Path | None,
@@ -89,6 +91,10 @@ class ArckRun:
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.requirements_arg = requirements
+        # --checks: check ids or prefixes; the requirements of checks it leaves out
+        self.checks_arg = checks
+        self.check_filter = tuple(c.strip() for c in (checks or "").split(",") if c.strip())
+        self.left_out: set[str] = set()
         self.search_profile = search_profile
         self.max_examples = max_examples
         self.seed = seed
@@ -200,11 +206,23 @@ class ArckRun:
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         self.items_by_name = {item.name: item for item in items}  # baseline cases replay any
+        named = {item.nodeid for item in items
+                 if self.check_id(item).startswith(self.check_filter)}
+        if self.check_filter and not named:
+            # pytest prints an exit's reason from collection only through the terminal plugin,
+            # which arck turns off: say it here.
+            message = (f"arck: --checks {self.checks_arg}: no check has such an id or prefix "
+                       "(reports and `arck requirements` name them)")
+            sys.stderr.write(message + "\n")
+            pytest.exit(message, returncode=outcomes.EXIT_USAGE)
         for item in items:
             ids = self.requirements_of(item)
             wanted = bool(ids & self.selected)
             if self.case is not None:
                 wanted = item.name == self.case.get("check")
+            elif wanted and self.check_filter and item.nodeid not in named:
+                wanted = False
+                self.left_out |= ids
             (keep if wanted else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
@@ -334,7 +352,10 @@ class ArckRun:
         if self.worker is not None and self._target is not None:
             self._worker_finished(exitstatus)
             return
-        if self._target is None or exitstatus in (pytest.ExitCode.USAGE_ERROR, outcomes.EXIT_USAGE):
+        if self._target is None:
+            return
+        if exitstatus in (pytest.ExitCode.USAGE_ERROR, outcomes.EXIT_USAGE):
+            self._target.close()  # built, then refused (unhealthy, bad --checks): let it stop
             return
         # An internal error (xdist's controller can fail on a worker's, a race of its own)
         # still gets its report: every check that sent no result is not testable, exit 2.
@@ -343,7 +364,8 @@ class ArckRun:
         self._settle_results()
         holding = {e["requirement"] for e in judged or [] if e["state"] == "holds"}
         rows = outcomes.requirement_matrix(
-            self.catalogue, self.results, self.selected, self.target.info.profile, holding
+            self.catalogue, self.results, self.selected, self.target.info.profile, holding,
+            left_out=self.left_out,
         )
         code = outcomes.exit_code(rows, self.strict)
         if any(e["state"] in ("stale", "not_judged") for e in judged or []):
@@ -370,6 +392,7 @@ class ArckRun:
                 "strict": self.strict,
                 "more_failures_seconds": searchtime.more_failures_seconds(),
                 "requirements": self.requirements_arg or "all",
+                "checks": self.checks_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),
                 "workers": int(self.config.getoption("numprocesses", 0) or 0)
                 if self.distributed

@@ -94,6 +94,7 @@ def test_an_app_that_cannot_be_built_exits_2_saying_why(tmp_path: Path) -> None:
         ("run", "--target", "mutant:no-such-mutant"),
         ("run", "--target", "ftp://nowhere"),
         ("run", "--target", "reference", "--requirements", "XYZ"),
+        ("run", "--target", "reference", "--checks", "no_such_module/"),
         ("run",),
     ],
 )
@@ -101,6 +102,25 @@ def test_usage_errors_exit_2(args: tuple[str, ...], tmp_path: Path) -> None:
     done = arck(*args, "--report-dir", str(tmp_path)) if len(args) > 1 else arck(*args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_checks_narrow_a_run_to_the_checks_named(tmp_path: Path) -> None:
+    """`--checks` runs only the checks named (by id or prefix), inside `--requirements`; a
+    requirement whose checks it left out says so."""
+    done = arck("run", "--target", "reference", "--requirements", "DRY",
+                "--checks", "dry_run/test_preview_fields,budget/",
+                "--max-examples", "3", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert [c["check_id"] for c in report["checks"]] == ["dry_run/test_preview_fields"]
+    assert report["settings"]["checks"] == "dry_run/test_preview_fields,budget/"
+    rows = {r["id"]: r for r in report["requirements"]}
+    judged = report["checks"][0]["requirements"]
+    assert all(rows[rid]["status"] == "pass" for rid in judged)
+    left = [r for r in rows.values() if r["id"].startswith("DRY-") and r["id"] not in judged
+            and r["status"] == "not_covered"]
+    assert left
+    assert all("--checks" in r["reason"] for r in left), left
 
 
 def test_requirements_lists_coverage() -> None:
