@@ -65,7 +65,7 @@ class Member:
 # closed (PRO-03: the served document is the normative shape).
 REQUESTS: dict[str, tuple[str, tuple[Member, ...]]] = {
     "channel": ("/v1/channels", (
-        Member("/name", "text"), Member("/model", "text"),
+        Member("/name", "text", 1), Member("/model", "text", 1),
         Member("/input_capacity", "int", 1, TOKENS),
         # output_capacity (at least 1) must be below it
         Member("/total_capacity", "int", 2, TOKENS, also=("/output_capacity",)),
@@ -76,7 +76,7 @@ REQUESTS: dict[str, tuple[str, tuple[Member, ...]]] = {
         Member("/prices/cached_input", "int", 0, PRICE, money=True),
         Member("/prices/output", "int", 0, PRICE, money=True),
     )),
-    "wallet": ("/v1/wallets", (Member("/name", "text"),)),
+    "wallet": ("/v1/wallets", (Member("/name", "text", 1),)),
     "deposit": ("/v1/wallets/{wallet_id}/deposits", (
         Member("/amount", "int", 1, DEPOSIT, money=True),)),
     "session": ("/v1/sessions", (
@@ -87,8 +87,8 @@ REQUESTS: dict[str, tuple[str, tuple[Member, ...]]] = {
         Member("/channel_id", "text", required=False),
         Member("/max_context_tokens", "int", *CONTEXT, required=False),
     )),
-    "run": ("/v1/sessions/{session_id}/runs", (Member("/input", "text"),)),
-    "input": ("/v1/runs/{run_id}/input", (Member("/input", "text"),)),
+    "run": ("/v1/sessions/{session_id}/runs", (Member("/input", "text", 1),)),
+    "input": ("/v1/runs/{run_id}/input", (Member("/input", "text", 1),)),
     "cancel": ("/v1/runs/{run_id}/cancel", (
         Member("/reason", "text", 0, REASON, required=False),)),
     "receipt": ("/v1/tool-calls/{call_id}/receipts", (
@@ -158,6 +158,10 @@ def _variants(member: Member) -> dict[str, Variant]:
             else:  # well-formed, so not a 422: the call has no such claim (EXE-17), 409
                 found[NAMES_NOTHING] = Variant("x" * hi, False, paths, status=409)
                 found[SHORT_NAMES_NOTHING] = Variant("x" * lo, False, paths, status=409)
+        elif lo is not None:  # a lower bound alone (names, a model, an input: 1 or more)
+            if lo > 0:
+                bad("just below its bound", "x" * (lo - 1))
+            good("at its lower bound", "x" * lo)
         bad("as a number", 7)
     elif member.kind == "enum":
         bad("an unknown value", "arck-unknown-kind")

@@ -1398,6 +1398,12 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "bounds:subject_bound_unchecked",
     ),
     (
+        "empty-input-taken",
+        "a run whose input is empty is accepted (stored as one space), not refused 422",
+        ("PRO-02",),
+        "bounds:empty_input_taken",
+    ),
+    (
         "null-receipt-members-500",
         "a null error (failed) or sequence (progress) in a receipt taken as given: a 500",
         ("PRO-02",),

@@ -19,10 +19,11 @@ from arck.reference.mutants.base import serve
 from arck.reference.runtime.executor_wire import ExecutorCall, Receipt
 from arck.reference.runtime.receipts import _NEEDS, _OPTIONAL, _TAKES
 from arck.reference.runtime.service import Runtime
-from arck.reference.runtime.wire import MAX_AMOUNT, MAX_PRICE, Channel, Session
+from arck.reference.runtime.wire import MAX_AMOUNT, MAX_PRICE, Channel, Run, Session
 
-__all__ = ["channelless_session_500", "detached_call_read_500", "null_receipt_members_500",
-           "price_bound_unchecked", "session_read_500", "subject_bound_unchecked"]
+__all__ = ["channelless_session_500", "detached_call_read_500", "empty_input_taken",
+           "null_receipt_members_500", "price_bound_unchecked", "session_read_500",
+           "subject_bound_unchecked"]
 
 
 def _above_price_bound(value: Any) -> bool:
@@ -49,6 +50,15 @@ class SubjectUncheckedRuntime(Runtime):
         if isinstance(data, dict) and isinstance(subject, str) and len(subject) > 200:
             data = {**data, "subject": subject[:200]}
         return super().create_session(principal, data)
+
+
+class EmptyInputRuntime(Runtime):
+    """Takes a run whose input is empty (stored as one space) instead of refusing it."""
+
+    def create_run(self, principal: Principal, session_id: str, data: object) -> Run:
+        if isinstance(data, dict) and data.get("input") == "":
+            data = {**data, "input": " "}
+        return super().create_run(principal, session_id, data)
 
 
 class SessionReadRuntime(Runtime):
@@ -127,3 +137,7 @@ def detached_call_read_500() -> FastAPI:
 
 def null_receipt_members_500() -> FastAPI:
     return serve(runtime_class=NullMembersRuntime)
+
+
+def empty_input_taken() -> FastAPI:
+    return serve(runtime_class=EmptyInputRuntime)
