@@ -41,6 +41,8 @@ REASON = 500  # a cancel's reason: 0..500 characters
 UNKNOWN = "arck_unknown_member"
 IN_PROCESS = ("reference", "mutant", "app")  # a store no one else writes to
 _LEFT_OUT = object()  # the member is taken out of the body
+_NOT_JSON = object()  # the whole body replaced by bytes that are not JSON
+NOT_JSON = b'{"input": '  # cut short: no JSON parser reads it (PRO-01: 400)
 NAMES_NOTHING = "at its upper bound, naming nothing"
 SHORT_NAMES_NOTHING = "at its lower bound, naming nothing"
 
@@ -198,6 +200,9 @@ def _table() -> dict[tuple[str, str, str], Variant]:
     table = {(request, member.pointer, label): variant
              for request, (_, members) in REQUESTS.items() for member in members
              for label, variant in _variants(member).items()}
+    for request in REQUESTS:  # PRO-01: a body that is not JSON is 400, whatever the request
+        table[(request, "", "a body that is not JSON")] = Variant(_NOT_JSON, False, ("",),
+                                                                  status=400)
     for request, (_, members) in REQUESTS.items():
         objects = {""} | {m.pointer for m in members if m.kind == "object"}
         for pointer in sorted(objects):
@@ -318,7 +323,7 @@ def _wallet_scene(w: RunWorld) -> Scene:
 def _deposit_scene(w: RunWorld) -> Scene:
     wallet = w.wallet(0)
     path = f"/v1/wallets/{wallet}/deposits"
-    return Scene(w, {"amount": 1}, lambda b: w.target.request("POST", path, json_body=b),
+    return Scene(w, {"amount": 1}, lambda b: _post(w.target, path, b),
                  lambda: canonical(w.wallet_state(wallet)),
                  lambda answer: {"amount": w.wallet_state(wallet).get("balance")})
 
@@ -363,7 +368,7 @@ def _active_run_scene(w: RunWorld, request: str) -> Scene:
     def state() -> str:
         return "\n".join([w.state(run_id, session) or "", canonical(w.tool_calls(run_id))])
 
-    return Scene(w, body, lambda b: w.target.request("POST", path, json_body=b), state)
+    return Scene(w, body, lambda b: _post(w.target, path, b), state)
 
 
 def _call_scene(w: RunWorld, request: str) -> Scene:
@@ -392,7 +397,14 @@ def _call_scene(w: RunWorld, request: str) -> Scene:
         return "\n".join([w.state(run_id, session) or "", canonical(w.tool_calls(run_id)),
                           f"{view.status} {view.body.decode('utf-8', 'replace')}"])
 
-    return Scene(w, body, lambda b: t.request("POST", path, json_body=b, role=role), state)
+    return Scene(w, body, lambda b: _post(t, path, b, role), state)
+
+
+def _post(target: Target, path: str, body: Any, role: str = "full") -> Exchange:
+    """POST `body`: JSON, or bytes sent as they are (a body that is not JSON)."""
+    if isinstance(body, bytes):
+        return target.request("POST", path, content=body, role=role)
+    return target.request("POST", path, json_body=body, role=role)
 
 
 def _executor_scene(w: RunWorld) -> Scene:
@@ -496,10 +508,11 @@ RULES = ("an unknown member", "an unknown value", "with a binding twice",
          "with an unknown permission")
 EDGES = tuple(key for key in sorted(VARIANTS) if key[2] in (
     "just above its bound", "just below its bound", "at its lower bound", "at its upper bound",
-    "empty", NAMES_NOTHING, SHORT_NAMES_NOTHING, *RULES) or key[2].startswith("left out beside"))
+    "empty", NAMES_NOTHING, SHORT_NAMES_NOTHING, "a body that is not JSON", *RULES)
+    or key[2].startswith("left out beside"))
 
 
-@property_check("PRO-02", "PRO-03", "BIL-05", cases=st.sampled_from(sorted(VARIANTS)),
+@property_check("PRO-02", "PRO-03", "BIL-05", "PRO-01", cases=st.sampled_from(sorted(VARIANTS)),
                 examples=CLASSICS + tuple(k for k in EDGES if k not in CLASSICS))
 def test_request_bounds(ctx: CheckContext, case: Any) -> None:
     """One member of one runtime request made bad (or set to its bound): a bad one refused
@@ -512,11 +525,18 @@ def test_request_bounds(ctx: CheckContext, case: Any) -> None:
         return  # the target's document allows other members there
     scene = SCENES[request](world(ctx))
     value = variant.value(scene) if callable(variant.value) else variant.value
-    body = _adjusted(request, pointer, value, _put(scene.body, pointer, value))
-    for other, extra in variant.siblings:
-        body = _put(body, other, extra(scene) if callable(extra) else extra)
+    body: Any
+    if value is _NOT_JSON:
+        body, value = NOT_JSON, NOT_JSON.decode()
+    else:
+        body = _adjusted(request, pointer, value, _put(scene.body, pointer, value))
+        for other, extra in variant.siblings:
+            body = _put(body, other, extra(scene) if callable(extra) else extra)
     ids: tuple[str, ...] = ("PRO-02", "BIL-05") if (request, pointer) in MONEY else ("PRO-02",)
-    what = f"POST {api} with {pointer} {label}: {_short(value)}"
+    if variant.status == 400:
+        ids = ("PRO-01",)
+    what = f"POST {api} with {pointer} {label}: {_short(value)}" if pointer else \
+        f"POST {api} with {label}: {_short(value)}"
     if variant.allowed:
         answer = scene.send(body)
         expect(200 <= answer.status < 300, ids, f"2xx for {what} (inside the documented bound)",

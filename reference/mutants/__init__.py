@@ -898,6 +898,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "statuses:claim_documented_202",
     ),
     (
+        "input-400-undocumented",
+        "the served document lists no 400 for appending input, though a body that is not JSON "
+        "is answered 400 there",
+        ("PRO-03",),
+        "statuses:input_400_undocumented",
+    ),
+    (
         "uncalibrated-coefficient-zero",
         "with no calibration sample a main call's model_call.started says coefficient 0, not 1",
         ("RUN-15", "RUN-16"),
