@@ -2,15 +2,21 @@
 
 Each mutant is run through `arck run` (a child forked from a warm server, `forkrun.py`: the same
 command line and exit code as a subprocess, without two hundred cold imports), on the
-requirements it claims to break:
-each of them must fail (warn, for a recommended one), never be "not testable" (a mutant that
-breaks setup proves nothing about a check). Every check of the suite must be failed by at least
-one mutant, and the reference itself must pass. The runs are slow, so one session fixture
-starts all the runs the selected tests need at once, in parallel, and the tests read them.
+requirements it claims to break, narrowed with `--checks` to the checks recorded as catching it
+where `mutant_checks.json` names checks covering all of them (each must still fail): each
+requirement must fail (warn, for a recommended one), never "not
+testable" (a mutant that breaks setup proves nothing about a check). Every check of the suite
+must be failed by at least one mutant, and the reference itself must pass. The runs are slow,
+so one session fixture starts all the runs the selected tests need at once, in parallel, and
+the tests read them.
+
+`ARCK_RECORD_MUTANT_CHECKS=1 pytest tests/test_mutants.py [-k NAME]` runs the mutants selected
+on every check of their requirements instead, and records which checks fail on each.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -30,6 +36,32 @@ from arck.reference.mutants import CATALOGUE, Mutant, build_app
 
 REFERENCE = "reference"
 SEED, EXAMPLES = "1", "40"
+CHECKS_FILE = Path(__file__).with_name("mutant_checks.json")  # mutant → the checks it fails
+RECORD = bool(os.environ.get("ARCK_RECORD_MUTANT_CHECKS"))
+RECORD_HOW = "ARCK_RECORD_MUTANT_CHECKS=1 pytest tests/test_mutants.py -k"
+
+
+def _recorded() -> dict[str, list[str]]:
+    if not CHECKS_FILE.exists():
+        return {}
+    found: dict[str, list[str]] = json.loads(CHECKS_FILE.read_text("utf-8"))
+    return found
+
+
+CAUGHT_BY = _recorded()
+
+
+@functools.cache
+def _coverage() -> dict[str, list[str]]:
+    return coverage()
+
+
+def _narrowed(name: str) -> list[str]:
+    """The checks recorded as catching mutant `name`, when they cover every requirement it
+    breaks (else [], every check of its requirements: a record must never hide one)."""
+    recorded = [] if RECORD else CAUGHT_BY.get(name, [])
+    covered = {rid for rid, checks in _coverage().items() if set(checks) & set(recorded)}
+    return recorded if recorded and set(CATALOGUE[name].breaks) <= covered else []
 TIMEOUT_S = 900
 FAILED = ("fail", "warn")  # a recommended requirement fails as a warning
 
@@ -98,6 +130,9 @@ class Runs:
         mutant = CATALOGUE[name]
         args = ["--requirements", ",".join(mutant.breaks), "--seed", SEED,
                 "--max-examples", EXAMPLES]
+        narrowed = _narrowed(name)
+        if narrowed:
+            args += ["--checks", ",".join(narrowed)]
         return _arck_run(f"mutant:{name}", args, report_dir)
 
     def get(self, name: str) -> Run:
@@ -113,6 +148,13 @@ class Runs:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if RECORD:  # the file keeps the mutants this session did not run
+            recorded = _recorded()
+            for name, future in self.futures.items():
+                if name != REFERENCE and future.done() and not future.cancelled():
+                    recorded[name] = sorted(future.result().failed_checks())
+            CHECKS_FILE.write_text(json.dumps(dict(sorted(recorded.items())), indent=1) + "\n",
+                                   "utf-8")
 
 
 def _needed(items: list[pytest.Item]) -> list[str]:
@@ -196,6 +238,23 @@ def test_mutant_is_caught(name: str, runs: Runs) -> None:
         )
     core_broken = any(_level(rid) != "recommended" for rid in mutant.breaks)
     assert run.returncode == (1 if core_broken else 0), run.output[-3000:]
+    silent = sorted(set(_narrowed(name)) - set(run.failed_checks()))
+    assert not silent, (
+        f"mutant {name}: recorded checks that no longer fail on it: {silent}; record them "
+        f"again: {RECORD_HOW} '{name}'\n{run.output[-3000:]}")
+
+
+def test_recorded_checks_are_the_suites() -> None:
+    """The record names mutants of the catalogue and checks of the suite (a mutant it does not
+    name runs on every check of its requirements)."""
+    known = {check for ids in coverage().values() for check in ids}
+    stale = sorted(name for name in CAUGHT_BY if name not in CATALOGUE)
+    assert not stale, f"recorded mutants the catalogue no longer has: {stale}"
+    empty = sorted(name for name, checks in CAUGHT_BY.items() if not checks)
+    assert not empty, f"mutants recorded with no catching check: {empty}"
+    unknown = sorted({c for checks in CAUGHT_BY.values() for c in checks} - known)
+    assert not unknown, f"recorded checks the suite no longer has: {unknown}; record again: " \
+        f"{RECORD_HOW} NAME"
 
 
 def test_every_check_fails_on_some_mutant(runs: Runs) -> None:
@@ -204,7 +263,8 @@ def test_every_check_fails_on_some_mutant(runs: Runs) -> None:
     uncaught = [check for check in checks if not table.get(check)]
     rows = "\n".join(f"  {check:<60} {', '.join(table.get(check, [])) or '-'}" for check in checks)
     print(f"check × mutant table:\n{rows}")  # shown with -s or -rP
-    assert not uncaught, f"checks no mutant fails: {uncaught}\ncheck × mutant table:\n{rows}"
+    assert not uncaught, f"checks no mutant fails: {uncaught} (a new check: record the mutants " \
+        f"that fail it, {RECORD_HOW} 'NAME')\ncheck × mutant table:\n{rows}"
 
 
 def test_reference_passes_the_main_job(runs: Runs) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ IN_FLIGHT_S = 10.0  # a slow answer: well inside the channel's 30 s timeout
 STILL_ANSWERING_S = 25.0  # after a 15 s lease lapses, before the 30 s timeout
 TIMEOUT_S = 30.0  # the channel's timeout_ms (docs/runs.md, Channels)
 EDGE_S = 0.01  # how close to the timeout the takeover's call is processed, either side
+SENDING_S = 10.0  # real seconds an engine may take to send a call once its run is queued
 CLAIM_LAPSE_S = 31.0  # a claim's lease is 30 s (docs/executors.md, Claim)
 RECONCILE_STEP_S = 70.0  # a cost-pending call is looked up 60 s after a worker sees it
 RECONCILE_STEPS = 4
@@ -535,15 +537,24 @@ def _answered(exchange: Exchange, what: str) -> None:
 
 
 def _in_flight(w: RunWorld, agent: Agent, run_id: str) -> None:
-    """Wait (virtual time) until the provider holds the run's first call unanswered."""
-    for _ in range(8):
+    """Wait until the provider holds the run's first call unanswered: 4 s of virtual time in
+    0.5 s steps, then up to SENDING_S real seconds with the clock standing still (an engine on
+    a loaded machine may take longer to send the call than the clock requests take)."""
+    patience = time.monotonic() + SENDING_S
+    steps = 0
+    while True:
         records = [r for r in w.provider.records() if r.conversation == agent.script]
         if records and records[0].outcome == "received":
             return
-        if records:
+        if records or (steps >= 8 and time.monotonic() > patience):
             break
-        w.control.advance(0.5)
-    raise NotTestable(f"not testable: the first model call of run {run_id} was not in flight")
+        w.control.advance(0.5 if steps < 8 else 0.0)
+        steps += 1
+        if steps > 8:
+            time.sleep(0.05)
+    seen = f"already {records[0].outcome}" if records else "never sent"
+    raise NotTestable(f"not testable: the first model call of run {run_id} was not in flight "
+                      f"({seen}): {w.snapshot(run_id)}")
 
 
 @check("RUN-16")
