@@ -315,9 +315,14 @@ def _data(event: Mapping[str, Any]) -> Mapping[str, Any]:
 def _admission(shaped: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[Finding]:
     started = kinds.index("model_call.started") if "model_call.started" in kinds else None
     if "admission.refused" in kinds:
-        if "run.queued" in kinds or started is not None:
-            return [Finding(("RUN-16",), "a run refused at admission never queued and no model "
-                            "call (docs/runs.md, Admission)", f"types {_short(kinds, 400)}")]
+        # never queued, so never taken by a worker: nothing but its creation, the refusal and
+        # its end (docs/runs.md, Admission and Run events)
+        other = [k for k in kinds if k not in ("run.created", "admission.refused", "run.ended")]
+        if other:
+            return [Finding(("RUN-16",), "a run refused at admission never queued, taken or "
+                            "calling a model: only `run.created`, `admission.refused` and "
+                            "`run.ended` (docs/runs.md, Admission)",
+                            f"also {_short(other, 200)} in types {_short(kinds, 400)}")]
         return []
     if started is not None and "run.queued" not in kinds[:started]:
         return [Finding(("RUN-16",), "`run.queued` before the first `model_call.started` "

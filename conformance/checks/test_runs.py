@@ -58,6 +58,12 @@ def test_admission_refuses_a_run_without_funds(ctx: CheckContext) -> None:
         expect(run.get("state") == "ended", "RUN-01",
                "the run refused at admission, in the answer that creates it (never queued)",
                str(run))
+    if run.get("state") == "ended":  # an ended run never comes back, not even in a read
+        read = w.snapshot(run["run_id"])
+        expect(read.get("state") == "ended" and read.get("end_reason") == run.get("end_reason"),
+               "RUN-01", "the run read back as its creation answered it: ended "
+               f"{run.get('end_reason')!r}", str(read),
+               hint=f"GET /v1/runs/{run['run_id']} right after creating it")
     snapshot, _ = w.settle(run["run_id"])
     kinds = [e.get("type") for e in w.events(run["run_id"])]
     expect("run.queued" not in kinds, "RUN-01", "no run.queued event for a run refused "

@@ -1379,6 +1379,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "edges:takeover_forgets_retries",
     ),
     (
+        "admission-left-queued",
+        "a run refused at admission is answered ended but stored queued: a worker takes it "
+        "and ends it again at its first reservation",
+        ("RUN-16",),
+        "edges:admission_left_queued",
+    ),
+    (
         "takeover-stops-short",
         "a takeover's lookups of an in-flight call stop while a whole poll still fits before "
         "the channel's timeout: the last lookup falls short of it",

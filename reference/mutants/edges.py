@@ -28,7 +28,7 @@ from arck.reference.runtime.reconcile import (
 )
 from arck.reference.runtime.runstore import RunStore, SessionRow, append, event
 from arck.reference.runtime.service import Runtime
-from arck.reference.runtime.wire import Channel
+from arck.reference.runtime.wire import Channel, Run
 from arck.reference.runtime.worker import _RESERVED, Workers
 
 
@@ -489,3 +489,23 @@ class _TakeoverStopsAPollShort(Reconciler):
 
 def takeover_stops_short() -> FastAPI:
     return serve(workers_class=_reconciling(_TakeoverStopsAPollShort))
+
+
+class AdmissionLeftQueuedRuntime(Runtime):
+    """A run refused at admission is answered ended but stored still queued (its end never
+    written): a worker then takes it, and it ends again at its first reservation."""
+
+    def create_run(self, principal: Principal, session_id: str, data: object) -> Run:
+        run = super().create_run(principal, session_id, data)
+        if run.end_reason == "insufficient_balance":
+            with self.store.transaction() as db:
+                db.execute("UPDATE runs SET state = 'queued', end_reason = NULL WHERE id = ?",
+                           (run.run_id,))
+                db.execute("DELETE FROM run_events WHERE run_id = ? AND type = 'run.ended'",
+                           (run.run_id,))
+            self.workers.notify()
+        return run
+
+
+def admission_left_queued() -> FastAPI:
+    return serve(runtime_class=AdmissionLeftQueuedRuntime)
