@@ -11,6 +11,7 @@ damaged file is refused at start-up, naming it.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -239,3 +240,39 @@ def test_a_damaged_file_is_refused_at_start_up(tmp_path: Path) -> None:
     assert str(database) in problem
     assert "damaged" in problem or "not a usable SQLite database" in problem
     assert _serve_problem(8000, str(tmp_path / "new.db"), None, 30.0) is None
+
+
+class _Enough(Exception):
+    """Ends a worker's loop once it has waited enough times."""
+
+
+def test_a_worker_waits_half_a_second_doubling_to_15_s() -> None:
+    """docs/profile.md, Storage faults: while its store refuses writes, each worker waits
+    0.5 s, then twice as long each time up to 15 s, on the injected clock."""
+    app = create_app()
+    workers = app.state.runtime.workers
+    waits: list[float] = []
+
+    class Recording:
+        """The injected clock, recording each wait (and ending the loop after eight)."""
+
+        @staticmethod
+        def now() -> float:
+            return 0.0
+
+        @staticmethod
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            if len(waits) == 8:
+                raise _Enough
+
+    async def loop() -> None:
+        workers.start()  # the tasks of the running loop, then one loop driven alone
+        await workers.stop()
+        workers.clock = Recording()
+        app.state.engine.store.read("PRAGMA query_only = ON")  # every claim is refused
+        await workers._loop("arck-test.worker")
+
+    with pytest.raises(_Enough):
+        asyncio.run(loop())
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0, 15.0]
