@@ -198,6 +198,12 @@ class RunWorld:
             self.control.advance(max(0.0, deadline - self.control.now()))
         return self.snapshot(run_id), MAX_WAIT_STEPS
 
+    def settle_all(self) -> None:
+        """Settle every run this world started: a check that stops early (a step the target
+        lacks) must not leave a model call in flight holding a worker from later checks."""
+        for run_id in list(self._restarts_at_start):
+            self.settle(run_id)
+
     def _no_hidden_takeover(self, run_id: str) -> None:
         """Profile: a run nobody restarted is never taken over. In the reference profile a
         takeover (`run.recovered`) means the worker holding the run died; with no restart

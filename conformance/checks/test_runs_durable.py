@@ -40,6 +40,7 @@ def _restart(w: RunWorld) -> None:
     try:
         restart()
     except StepUnavailable as exc:
+        w.settle_all()  # a run left in flight would keep a worker from every later check
         raise NotApplicable(str(exc)) from None
 
 

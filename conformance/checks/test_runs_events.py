@@ -499,6 +499,7 @@ def _restarted(w: RunWorld, restart: Callable[[], None], fault: Fault) -> str:
     try:
         restart()
     except StepUnavailable as exc:
+        w.settle_all()  # a run left in flight would keep a worker from every later check
         raise NotApplicable(str(exc)) from None
     w.settle(run_id)
     return run_id
