@@ -5,22 +5,18 @@ docs/profile.md, docs/runs.md and docs/executors.md
 A success answered with another 2xx (a claim answered 200, a run 202) passes every check that
 asks only "did it work?", and breaks every client written to the profile; so in the reference
 profile each answer the harness sees is held to this table (`wrong_success`), and the served
-document must list the same status (`conformance/checks/test_openapi.py`). Each answer's status
-must also be one the target's own document lists for its operation (`Listed`): a client
-generated from the document has no branch for any other.
+document must list the same status (`conformance/checks/test_openapi.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from arck.conformance.errors import CheckFailure
-from arck.conformance.judge import status_listed, template_pattern
+from arck.conformance.judge import template_pattern
 from arck.simulator.target import Exchange
 
-__all__ = ["SUCCESS", "Listed", "judge_success", "success_status", "wrong_success"]
+__all__ = ["SUCCESS", "judge_success", "success_status", "wrong_success"]
 
 # (method, path template) → the one 2xx status the profile answers.
 SUCCESS: dict[tuple[str, str], int] = {
@@ -97,35 +93,3 @@ def judge_success(exchange: Exchange) -> None:
             "tables of docs/profile.md, runs.md and executors.md)", exchange.describe(),
             hint=f"Reproduce: {exchange.as_curl()}")
 
-
-class Listed:
-    """Fails the check that made an exchange (PRO-03) whose status the target's own
-    /openapi.json does not list for that operation (itself, its class `4XX`, or `default`).
-    An exchange with no documented operation (an unknown route, another method) is left to
-    the checks of routes (PRO-02)."""
-
-    def __init__(self, document: Any) -> None:
-        paths = document.get("paths") if isinstance(document, dict) else None
-        self.operations = [
-            (method.upper(), template_pattern(template), set(map(str, operation["responses"])))
-            for template, item in (paths or {}).items() if isinstance(item, dict)
-            for method, operation in item.items()
-            if isinstance(operation, dict) and isinstance(operation.get("responses"), dict)
-        ]
-
-    def listed(self, method: str, path: str) -> set[str] | None:
-        for known, pattern, statuses in self.operations:
-            if known == method.upper() and pattern.match(path):
-                return statuses
-        return None
-
-    def __call__(self, exchange: Exchange) -> None:
-        path = httpx.URL(exchange.url).path
-        statuses = self.listed(exchange.method, path)
-        if statuses is None or status_listed(exchange.status, statuses):
-            return
-        raise CheckFailure(
-            "PRO-03", f"the {exchange.status} of {exchange.method} {path} among the responses "
-            "/openapi.json lists for it (the served document is the normative shape)",
-            f"listed: {sorted(statuses)}; {exchange.describe()}",
-            hint=f"Reproduce: {exchange.as_curl()}, then GET /openapi.json")

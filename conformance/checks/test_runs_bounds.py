@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from hypothesis import strategies as st
 
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.judge import error_shape_problem
+from arck.conformance.judge import documented_statuses, error_shape_problem, status_listed
 from arck.conformance.runworld import ChannelSpec, RunWorld, canonical, world
 from arck.simulator.provider import Step
 from arck.simulator.target import Exchange, Target
@@ -456,9 +457,7 @@ def _closed(ctx: CheckContext, api: str, pointer: str) -> bool:
     """Whether the object at `pointer` of the body of `POST api` is closed
     (`additionalProperties: false`) in the target's own OpenAPI document, the profile's
     normative shape (PRO-03): only then is a member it does not list invalid."""
-    doc = _SCHEMAS.get(ctx.target)
-    if doc is None:
-        doc = _SCHEMAS[ctx.target] = ctx.target.openapi().json_or_none() or {}
+    doc = _document(ctx)
     try:
         schema = doc["paths"][api]["post"]["requestBody"]["content"]["application/json"][
             "schema"]
@@ -467,6 +466,14 @@ def _closed(ctx: CheckContext, api: str, pointer: str) -> bool:
         return _resolved(doc, schema).get("additionalProperties") is False
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return False  # no such body described: no member beside it is known to be invalid
+
+
+def _document(ctx: CheckContext) -> dict[str, Any]:
+    """The target's own /openapi.json, read once per target ({} without one)."""
+    doc = _SCHEMAS.get(ctx.target)
+    if doc is None:
+        doc = _SCHEMAS[ctx.target] = ctx.target.openapi().json_or_none() or {}
+    return doc
 
 
 def _resolved(doc: dict[str, Any], schema: Any) -> dict[str, Any]:
@@ -550,6 +557,11 @@ def test_request_bounds(ctx: CheckContext, case: Any) -> None:
     answer = scene.send(body)
     expect(answer.status == variant.status, ids, f"{variant.status} for {what}",
            answer.describe, hint=f"Replay: {answer.as_curl()}")
+    listed = documented_statuses(_document(ctx), "POST", httpx.URL(answer.url).path)
+    expect(listed is None or status_listed(answer.status, listed), "PRO-03",
+           f"the {answer.status} of {what} among the responses /openapi.json lists for it (the "
+           "served document is the normative shape)", f"listed: {sorted(listed or ())}",
+           hint=f"Replay: {answer.as_curl()}, then GET /openapi.json")
     problem = error_shape_problem(answer)
     expect(problem is None, "PRO-03", f'an error body {{"error": {{"code", "message", '
            f'"path"}}}} for {what}', lambda: f"{problem}: {answer.describe()}",

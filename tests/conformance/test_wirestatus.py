@@ -62,31 +62,3 @@ def test_another_success_fails_the_check() -> None:
 def test_what_is_not_a_wrong_success_passes(method: str, path: str, status: int) -> None:
     wirestatus.judge_success(_exchange(method, path, status))
 
-
-DOCUMENT = {"paths": {
-    "/v1/runs/{run_id}/input": {"post": {"responses": {"200": {}, "401": {}, "422": {}}}},
-    "/v1/runs/{run_id}": {"get": {"responses": {"200": {}, "4XX": {}}}},
-    "/v1/health": {"get": {"responses": {"default": {}}}},
-}}
-
-
-@pytest.mark.parametrize(("method", "path", "status", "listed"), [
-    ("POST", "/v1/runs/run-1/input", 422, True),
-    ("POST", "/v1/runs/run-1/input", 400, False),  # a status the operation does not list
-    ("GET", "/v1/runs/run-1", 404, True),  # its class, 4XX
-    ("GET", "/v1/runs/run-1", 500, False),
-    ("GET", "/v1/health", 503, True),  # default
-    ("GET", "/v1/runs/run-1/input", 405, True),  # no such operation: PRO-02's, not this
-    ("POST", "/v1/unknown", 404, True),
-])
-def test_listed_holds_each_answer_to_the_document(
-    method: str, path: str, status: int, listed: bool
-) -> None:
-    exchange = Exchange(method=method, url=f"http://t.invalid{path}", request_body=None,
-                        status=status, body=b"{}", headers={}, role="full")
-    judge = wirestatus.Listed(DOCUMENT)
-    if listed:
-        judge(exchange)
-        return
-    with pytest.raises(CheckFailure, match=f"the {status} of {method} {path}"):
-        judge(exchange)
