@@ -181,8 +181,10 @@ class ArckRun:
             self._target = build_target(
                 self.target_spec, self.config_path, share=parallel.worker_count(self.config)
             )
+            observers = getattr(self._target, "observers", None)  # an adapter may have none
+            if self._target.info.profile == "reference" and isinstance(observers, list):
+                observers.append(wirestatus.judge_success)
             if self.worker is not None:
-                self._observe(self._target)
                 return  # the controller has checked the target is up
             answer = self._target.health()
         except UsageError as exc:
@@ -197,15 +199,6 @@ class ArckRun:
             verify_credentials(self._target)
         except UsageError as exc:
             pytest.exit(f"arck: {exc}", returncode=outcomes.EXIT_USAGE)
-        self._observe(self._target)
-
-    @staticmethod
-    def _observe(target: Target) -> None:
-        """In the reference profile, every answer is held to the profile's success statuses
-        (conformance/wirestatus.py)."""
-        observers = getattr(target, "observers", None)  # an adapter may have none
-        if target.info.profile == "reference" and isinstance(observers, list):
-            observers.append(wirestatus.judge_success)
 
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
