@@ -70,6 +70,7 @@ def pytest_args(
     baseline: Path | None = None,
     workers: str = "1",
     more_failures_seconds: float | None = None,
+    shrink: bool = True,
 ) -> list[str]:
     """The pytest command line that `arck run` and `arck replay` drive."""
     args = [
@@ -105,6 +106,8 @@ def pytest_args(
             args += [flag, str(value)]
     if strict:
         args.append("--arck-strict")
+    if not shrink:
+        args.append("--arck-no-shrink")
     if workers != "1":
         args += ["-n", workers, "--dist", "load"]
     return args
@@ -167,6 +170,14 @@ def run(
             "service; every failure found, and the first, replays exactly either way.",
         ),
     ] = 10.0,
+    shrink: Annotated[
+        bool,
+        typer.Option(
+            help="Minimise each failing input before reporting it. --no-shrink stops a check "
+            "at its first failing input, kept as found: a faster verdict (a gate that needs "
+            "only pass or fail), larger case files that replay the same way.",
+        ),
+    ] = True,
 ) -> None:
     """Run the conformance suite; exit 0 conformant, 1 not, 2 usage error or unreachable."""
     if target is None and config is None:
@@ -186,6 +197,7 @@ def run(
         baseline=baseline,
         workers=workers,
         more_failures_seconds=more_failures_seconds,
+        shrink=shrink,
     )
     raise typer.Exit(_drive(args))
 

@@ -49,6 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--arck-seed", type=int, default=None, help="seed for every random choice")
     group.addoption("--arck-report-dir", default=None, help="write JUnit, JSON and HTML here")
     group.addoption("--arck-strict", action="store_true", help="recommended failures fail too")
+    group.addoption(
+        "--arck-no-shrink", action="store_true",
+        help="report each failing input as found, not minimised (a faster verdict)",
+    )
     group.addoption("--arck-case", default=None, help="replay one stored case file")
     group.addoption(
         "--arck-baseline", default=None, help="expected failures (arck baseline); stale ones fail"
@@ -109,6 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
             case_file=Path(c) if (c := config.getoption("arck_case")) else None,
             check_timeout=config.getoption("arck_check_timeout"),
             baseline_path=Path(b) if (b := config.getoption("arck_baseline")) else None,
+            shrink=not config.getoption("arck_no_shrink"),
         )
         config.pluginmanager.register(run, "arck-run")
 

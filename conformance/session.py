@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 import arck
 from arck.conformance import baseline as baselines
@@ -81,6 +81,7 @@ class ArckRun:
         case_file: Path | None,
         check_timeout: float,
         baseline_path: Path | None = None,
+        shrink: bool = True,
     ) -> None:
         self.config = config
         self.target_spec = target_spec
@@ -131,6 +132,10 @@ class ArckRun:
         self.settings = settings(settings.get_profile(f"arck-{search_profile}"))
         if max_examples is not None:
             self.settings = settings(self.settings, max_examples=max_examples)
+        self.shrink = shrink
+        if not shrink:  # the first failing input of each kind, as found
+            self.settings = settings(self.settings, phases=[
+                p for p in self.settings.phases if p not in (Phase.shrink, Phase.explain)])
 
     # -- the target ------------------------------------------------------------------------
 
@@ -391,6 +396,7 @@ class ArckRun:
                 "max_examples": self.settings.max_examples,
                 "strict": self.strict,
                 "more_failures_seconds": searchtime.more_failures_seconds(),
+                "shrink": self.shrink,
                 "requirements": self.requirements_arg or "all",
                 "checks": self.checks_arg or "all",
                 "duration_s": round(time.monotonic() - self._started, 2),

@@ -740,6 +740,7 @@ def test_event_stream_carries_events_as_stored(ctx: CheckContext) -> None:
                      Step(text=ANSWER)])
     run_id = _run(w, agent, "Where is order 11?")
     call_id = _waiting_call(w, run_id)
+    w.executor()  # registered before the stream opens: a target without one is told at once
     stored = len(w.events(run_id))
     answered: list[Exchange] = []
     exchange = watch(run_id, stored, lambda: answered.append(

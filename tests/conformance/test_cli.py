@@ -271,6 +271,30 @@ def test_an_adapter_plugs_in(tmp_path: Path) -> None:
     assert {c["status"] for c in report["checks"]} == {"pass"}
 
 
+def test_no_shrink_stops_a_check_at_its_first_failing_input(tmp_path: Path) -> None:
+    """The same run as below without shrinking: the check stops at the first failure it meets
+    (hypothesis looks no further once shrinking is off), kept as found, and it replays."""
+    done = arck("run", "--target", "mutant:token-budget", "--requirements", "BUD-03,BUD-07",
+                "--seed", "1", "--max-examples", "40", "--no-shrink",
+                "--report-dir", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert report["settings"]["shrink"] is False
+    checks = {c["check_id"]: c for c in report["checks"]}
+    [failure] = checks["budget/test_projection_fits_budget"]["failures"]
+    case = tmp_path / failure["case_file"]
+    assert json.loads(case.read_text("utf-8"))["failed"] == failure["requirements"]
+    still = arck("replay", str(case), "--target", "mutant:token-budget")
+    assert still.returncode == 1, still.stdout + still.stderr
+    shown = " ".join(still.stdout.split())
+    assert "STILL FAILING" in shown and f"the same way ({failure['requirements'][0]} at" in shown
+    shrinking = arck("run", "--target", "reference", "--requirements", "DRY-01",
+                     "--max-examples", "2", "--report-dir", str(tmp_path / "default"))
+    assert shrinking.returncode == 0, shrinking.stdout + shrinking.stderr
+    default = json.loads((tmp_path / "default" / "report.json").read_text("utf-8"))
+    assert default["settings"]["shrink"] is True
+
+
 def test_a_check_failing_two_ways_reports_each_failure(tmp_path: Path) -> None:
     """token-budget reads the budget as tokens: a result a little over the budget is not cut
     (BUD-07), and one far over it is cut to 4 bytes a token, past the budget (BUD-03)."""

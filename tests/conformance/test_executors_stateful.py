@@ -30,7 +30,8 @@ def test_mutant_failure_becomes_a_replayable_scenario(
     tmp_path: Path, mutant: str, requirement: str, invariant: str
 ) -> None:
     target = f"mutant:{mutant}"
-    done = arck("run", "--target", target, "--requirements", requirement, "--seed", "1",
+    done = arck("run", "--target", target, "--requirements", requirement, "--checks", CHECK,
+                "--seed", "1",
                 "--report-dir", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     check = _stateful(tmp_path)

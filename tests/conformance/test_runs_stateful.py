@@ -21,8 +21,8 @@ def _stateful(report_dir: Path) -> dict:
 
 
 def test_reference_passes(tmp_path: Path) -> None:
-    done = arck("run", "--target", "reference", "--requirements", "RUN-11", "--profile", "ci",
-                "--seed", "3", "--report-dir", str(tmp_path))
+    done = arck("run", "--target", "reference", "--requirements", "RUN-11", "--checks", CHECK,
+                "--profile", "ci", "--seed", "3", "--report-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     check = _stateful(tmp_path)
     assert check["status"] == "pass"
@@ -31,8 +31,8 @@ def test_reference_passes(tmp_path: Path) -> None:
 
 def test_mutant_failure_becomes_a_replayable_scenario(tmp_path: Path) -> None:
     mutant = "mutant:stamped-system-prompt"
-    done = arck("run", "--target", mutant, "--requirements", "RUN-11", "--profile", "ci",
-                "--seed", "1", "--report-dir", str(tmp_path))
+    done = arck("run", "--target", mutant, "--requirements", "RUN-11", "--checks", CHECK,
+                "--profile", "ci", "--seed", "1", "--report-dir", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     check = _stateful(tmp_path)
     assert check["status"] == "fail"
