@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--arck-strict", action="store_true", help="recommended failures fail too")
     group.addoption(
         "--arck-no-shrink", action="store_true",
-        help="report each failing input as found, not minimised (a faster verdict)",
+        help="stop each check at its first failing input, kept as found (a faster verdict)",
     )
     group.addoption("--arck-case", default=None, help="replay one stored case file")
     group.addoption(
