@@ -434,6 +434,15 @@ def world(ctx: CheckContext) -> RunWorld:
     return RunWorld(ctx, target, control)
 
 
+def executor_world(ctx: CheckContext) -> RunWorld:
+    """`world`, with the target's executor API established first (the world's executor
+    registered): a target without one is "not applicable" before any run is made, whatever
+    its runs would have done."""
+    w = world(ctx)
+    w.executor()
+    return w
+
+
 def needs_virtual_time(w: RunWorld, what: str) -> None:
     """"Not applicable" on real time: `what` (a 120 s slow answer, backoffs) would take that
     long on the wall clock. A service has virtual time with capability `test-clock`."""

@@ -39,6 +39,10 @@ DEV_TOKENS: dict[str, str | None] = {
 IN_PROCESS_URL = "http://reference.arck.invalid"
 TEST_CLOCK = "test-clock"  # the capability: POST /v1/test-control/clock {"advance_seconds"}
 CLOCK_PATH = "/v1/test-control/clock"
+# A connection to a service is not reused after this long idle: shorter than the idle timeout
+# of common servers (gunicorn 2 s, uvicorn and Node 5 s), so a check's request never goes out
+# on a connection the service is closing at that moment (the request would be lost).
+KEEPALIVE_EXPIRY_S = 1.0
 
 
 def load_object(dotted: str) -> Any:
@@ -189,7 +193,8 @@ def _wired(build: Any, kind: str, location: str, config: TargetFile) -> Target:
 
 def _over_http(url: str, config: TargetFile, share: int = 1) -> Target:
     timeout = httpx.Timeout(config.safety.timeout_seconds)
-    client = httpx.Client(base_url=url, timeout=timeout, follow_redirects=False)
+    client = httpx.Client(base_url=url, timeout=timeout, follow_redirects=False,
+                          limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S))
     info = _info(config, "url", url, config.target.profile)
     tokens = _tokens(config, DEV_TOKENS)
     rate = config.safety.max_requests_per_second

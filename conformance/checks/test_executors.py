@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
-from arck.conformance.runworld import TOOL, RunWorld, canonical, world
+from arck.conformance.runworld import TOOL, RunWorld, canonical, executor_world
 from arck.simulator.target import Exchange
 
 ARGUMENT_WORDS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]),
@@ -34,7 +34,7 @@ def _leaks(exchange: Exchange, secret: str) -> bool:
 def test_one_claim_wins(ctx: CheckContext, case: Any) -> None:
     """Several online executors in scope claim the same call at once: exactly one wins, the
     others are refused, and a claim after the winner is refused too."""
-    w = world(ctx)
+    w = executor_world(ctx)
     _, _, call_id = w.waiting_call({"q": "one winner"})
     roles = [w.register_executor() for _ in range(case)]
     target = w.executors()
@@ -56,7 +56,7 @@ def test_claims_need_an_online_executor_in_scope(ctx: CheckContext) -> None:
     """An executor that never sent a heartbeat, and one whose scope lacks the call's
     binding, are both refused, and neither learns the arguments; candidate lists carry no
     arguments and no grant; an executor silent since its heartbeat goes offline."""
-    w = world(ctx)
+    w = executor_world(ctx)
     secret = f"arck-secret-{ctx.name('argument')}"
     _, _, call_id = w.waiting_call({"q": secret})
     target = w.executors()
@@ -140,7 +140,7 @@ def _candidates(exchange: Exchange) -> list[Any]:
 def test_connecting_is_not_executing(ctx: CheckContext) -> None:
     """An executor allowed only to connect may list its candidates, never claim: the call
     stays for an executor allowed to execute."""
-    w = world(ctx)
+    w = executor_world(ctx)
     _, _, call_id = w.waiting_call({"q": "connect only"})
     target = w.executors()
     connect = w.register_executor(permissions=["executor:connect"])
@@ -162,7 +162,7 @@ def test_connecting_is_not_executing(ctx: CheckContext) -> None:
 def test_executor_and_service_credentials_stay_apart(ctx: CheckContext) -> None:
     """A service credential, whatever its permissions (tools:execute included), never acts
     as an executor; an executor credential never reads runs or histories."""
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "credential kinds"})
     target = w.executors()
     service = target.claim(call_id, "full")
@@ -189,7 +189,7 @@ def test_the_grant_carries_what_the_product_checks(ctx: CheckContext, case: Any)
     """The winner's grant names the subject, the agent, the resource version and the call's
     arguments with their digest, so the product can check the call itself (profile: the
     digest is sha256 of the canonical JSON of the arguments)."""
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, _, call_id = w.waiting_call(case)
     exchange = w.executors().claim(call_id, w.executor())
     data = exchange.json_or_none() if _ok(exchange) else None

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from arck.conformance.checking import check, expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import CheckFailure, NotApplicable, NotTestable
-from arck.conformance.runworld import RunWorld, canonical, contains_equal, only, world
+from arck.conformance.runworld import (
+    RunWorld,
+    canonical,
+    contains_equal,
+    executor_world,
+    only,
+    world,
+)
 from arck.simulator.executor.rules import OUTCOME_MEMBERS, receipt_outcome
 from arck.simulator.provider import SlowAnswer, Step
 from arck.simulator.target import Exchange
@@ -48,7 +55,7 @@ def test_a_duplicate_receipt_is_replayed(ctx: CheckContext, case: Any) -> None:
     one: a replay, not a sequence out of order. A first delivery is never answered as a
     replay (an executor told `replayed: true` would not do the work, EXE-10)."""
     result, which, copies = case
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "duplicate"})
     target, role = w.executors(), w.executor()
     claim = w.accept(call_id)
@@ -100,7 +107,7 @@ def test_duplicate_receipts_racing(ctx: CheckContext, case: Any) -> None:
     answered 2xx as the first outcome (at most one of them not a replay) or refused as still
     in flight (profile: 409); none fails; one tool result enters the history."""
     result, copies = case
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "racing duplicates"})
     target, role = w.executors(), w.executor()
     claim = w.accept(call_id)
@@ -138,7 +145,7 @@ def test_a_receipt_id_never_changes_meaning(ctx: CheckContext, case: Any) -> Non
     result the model sees is the first one's."""
     first_mark, second_mark = ctx.name("first-body"), ctx.name("second-body")
     first_result, second_result = {**case[0], "mark": first_mark}, {**case[1], "mark": second_mark}
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "meaning"})
     claim = w.accept(call_id)
     first = w.finish(call_id, claim, "arck-meaning", first_result)
@@ -164,7 +171,7 @@ def test_one_final_receipt_per_call(ctx: CheckContext, case: Any) -> None:
     refused and changes nothing: while the run still waits for the batch's other call, and
     after the run has ended."""
     first_kind, second_kind = case
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, [call_id, other] = w.waiting_calls({"q": "final"}, {"q": "other"})
     claim = w.accept(call_id)
     first = w.finish(call_id, claim, "arck-final-1", _payload(first_kind, 1), first_kind)
@@ -198,7 +205,7 @@ def test_a_late_receipt_never_revives_a_run(ctx: CheckContext, case: Any) -> Non
     lost), changes neither the run nor its histories, and enters no request to the model;
     the answer says the run has ended (profile: `run_ended: true`)."""
     kind, result = case
-    w = world(ctx)
+    w = executor_world(ctx)
     run_id, session, call_id = w.waiting_call({"q": "late"})
     claim = w.accept(call_id)
     w.ok(w.target.cancel_run(run_id), "cancel the run")
@@ -230,7 +237,7 @@ def test_reconciliation_required_is_never_retried(ctx: CheckContext) -> None:
     result may exist is never dispatched again, now or after any lease would have lapsed.
     The run waits for the batch's other call, so a refusal cannot come from an ended run; a
     claim of that other call by the same executor shows the refusals are about the call."""
-    w = world(ctx)
+    w = executor_world(ctx)
     target = w.executors()
     _, _, [call_id, other] = w.waiting_calls({"q": "unknown outcome"}, {"q": "control"})
     claim = w.accept(call_id)
@@ -265,7 +272,7 @@ def test_run_cancel_detach_and_business_cancel_stay_apart(ctx: CheckContext) -> 
     """A run cancel asks no business cancel; a detach after acceptance never puts the call
     back to be claimed again; a business cancel request ends neither the call nor the
     run."""
-    w = world(ctx)
+    w = executor_world(ctx)
     target = w.executors()
     run_id, _, call_id = w.waiting_call({"q": "business"})
     claim = w.accept(call_id)
@@ -317,7 +324,7 @@ def test_claim_leases_and_acceptance(ctx: CheckContext) -> None:
     if ctx.profile != "reference":
         raise NotApplicable("claim leases, detach and progress numbering are the reference "
                             "profile's rules (EXE-17)")
-    w = world(ctx)
+    w = executor_world(ctx)
     target = w.executors()
     _, _, call_id = w.waiting_call({"q": "lease"})
     first_role = w.executor()

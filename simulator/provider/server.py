@@ -23,6 +23,12 @@ class _QuietLosses(logging.Filter):
 
 _QUIET = _QuietLosses()
 
+# How long an idle connection stays open (uvicorn's default is 5 s). Longer than any client
+# pool keeps one idle (httpx and the openai/anthropic SDKs 5 s, aiohttp 15 s): a server that
+# closes first races the client's next request on that connection, and under load the
+# request is lost, an unknown outcome the engine must reconcile that no fault scripted.
+KEEP_ALIVE_S = 75
+
 
 def listen(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening socket (port 0: a free one), so clients may connect before uvicorn runs."""
@@ -44,7 +50,8 @@ def server(provider: SimulatedProvider) -> uvicorn.Server:
     and a virtual clock can see when the loop is idle.
     """
     config = uvicorn.Config(
-        provider.app, http="h11", loop="asyncio", lifespan="off", log_level="warning"
+        provider.app, http="h11", loop="asyncio", lifespan="off", log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     logger = logging.getLogger("uvicorn.error")
     if _QUIET not in logger.filters:
