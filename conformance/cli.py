@@ -627,8 +627,8 @@ def simulate_provider(
 def main() -> None:
     try:
         app()
-    except UsageError as exc:
-        console.print(f"arck: {exc}")
+    except UsageError as exc:  # a message naming a file: never wrapped inside a path
+        console.print(f"arck: {exc}", markup=False, soft_wrap=True)
         raise SystemExit(EXIT_USAGE) from None
 
 

@@ -11,7 +11,7 @@ import uvicorn
 from arck.simulator.provider.provider import SimulatedProvider
 from arck.simulator.provider.reply import ResponseLost
 
-__all__ = ["listen", "serve", "server"]
+__all__ = ["KEEP_ALIVE_S", "listen", "serve", "server"]
 
 
 class _QuietLosses(logging.Filter):

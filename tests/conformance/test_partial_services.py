@@ -95,9 +95,12 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory,
+             request: pytest.FixtureRequest) -> Iterator[Runs]:
     """One `arck run` of the whole suite per variant, shared by the assertions below."""
-    runs = Runs(tmp_path_factory)
+    # pytest-xdist's `--dist load` may hand this file's tests to several workers: each then
+    # runs only the variants asked of it (`loadfile`, the README's, keeps them on one).
+    runs = Runs(tmp_path_factory, split=request.config.getoption("dist", "no") == "load")
     try:
         yield runs
     finally:
@@ -106,11 +109,12 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
 
 class Runs:
     """The variants' runs, started together on as many threads as there are cores the first
-    time one is asked for; under pytest-xdist, where another worker may hold the other
-    variants' tests, only the one asked for."""
+    time one is asked for; when the variants' tests are `split` among processes, only the
+    one asked for."""
 
-    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory, split: bool) -> None:
         self.tmp_path_factory = tmp_path_factory
+        self.split = split
         # As many at once as there are cores: all four at once was no faster (the three with
         # a test clock are CPU-bound), only more contended.
         self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
@@ -119,7 +123,7 @@ class Runs:
     def __getitem__(self, name: str) -> Outcome:
         # real time first: its run is the longest (a minute-long wait costs a minute)
         every = sorted(VARIANTS, key=lambda v: (VARIANTS[v].test_clock, v))
-        wanted = [name] if os.environ.get("PYTEST_XDIST_WORKER") else every
+        wanted = [name] if self.split else every
         for each in wanted:
             if each not in self.futures:
                 self.futures[each] = self.pool.submit(self.run, each)

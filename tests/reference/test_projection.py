@@ -395,7 +395,8 @@ def test_entry_bytes_is_the_measured_entry(scalar: Any, pointer: str, room: int)
     assert P.scalar_bytes(scalar) == measure(scalar)
     assert P.preservable(scalar, True) is P.preservable(scalar, False)
     assert P.preservable(scalar, True) is (measure(scalar) <= 128)
-    entry = measure({"/": 0, pointer: scalar}) - measure({"/": 0})
+    base = "/" if pointer != "/" else "//"  # a key of its own, or the entry replaces it
+    entry = measure({base: 0, pointer: scalar}) - measure({base: 0})
     assert P.entry_bytes(pointer, scalar, room) == (entry if entry <= room else None)
 
 
