@@ -124,15 +124,29 @@ class RunWorld:
     ) -> Agent:
         """A version on `channel` with one tool of `budget` bytes (and input `schema`),
         following `steps`."""
+        tool = {**self.ctx.tool(budget, schema), "name": TOOL}
+        tool_set = self.target.publish_tool_set({"name": self.ctx.name("tools"), "tools": [tool]})
+        return self.agent_on(self._id(tool_set, "tool_set_id", "publish a tool set"), steps,
+                             channel=channel, max_context_tokens=max_context_tokens,
+                             summary_channel=summary_channel)
+
+    def agent_on(
+        self,
+        tool_set_id: str,
+        steps: Sequence[Step],
+        *,
+        channel: Channel | None = None,
+        max_context_tokens: int | None = None,
+        summary_channel: Channel | None = None,
+    ) -> Agent:
+        """A version of a tool set the check published itself, following `steps`."""
         channel = channel or self.channel()
         script = self.ctx.name("script")
         self.provider.add_script(script, list(steps))
-        tool = {**self.ctx.tool(budget, schema), "name": TOOL}
-        tool_set = self.target.publish_tool_set({"name": self.ctx.name("tools"), "tools": [tool]})
         prompt = f"{PROMPT} {script_tag(script)}"
         body: dict[str, Any] = {
-            "tool_set_id": self._id(tool_set, "tool_set_id", "publish a tool set"),
-            "system_prompt": prompt, "channel_id": channel.channel_id,
+            "tool_set_id": tool_set_id, "system_prompt": prompt,
+            "channel_id": channel.channel_id,
         }
         if max_context_tokens is not None:
             body["max_context_tokens"] = max_context_tokens
@@ -140,7 +154,7 @@ class RunWorld:
             body["summary_channel_id"] = summary_channel.channel_id
         published = self.target.publish_agent_version(self.ctx.agent_id, body)
         version = self._id(published, "agent_version", "publish an agent version with a channel")
-        return Agent(version, script, prompt, tool["name"], channel, max_context_tokens)
+        return Agent(version, script, prompt, TOOL, channel, max_context_tokens)
 
     def session(self, agent: Agent, wallet_id: str) -> str:
         body = {"agent_version": agent.agent_version, "wallet_id": wallet_id}

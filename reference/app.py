@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 from arck import PROTOCOL_REVISION
 from arck.reference import migrations, testclock
 from arck.reference.auth import Principal
+from arck.reference.capability import ExecutionPolicy
 from arck.reference.clock import Clock, WallClock
 from arck.reference.engine import Engine
 from arck.reference.errors import (
@@ -110,8 +111,9 @@ def _respond(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="python"), status_code=status)
 
 
-def _respond_version(version: AgentVersion, status: int = 200) -> JSONResponse:
-    """A version without a channel answers exactly as before runs existed."""
+def _respond_sparse(version: AgentVersion | Binding, status: int = 200) -> JSONResponse:
+    """Optional members left out: a version without a channel answers exactly as before runs
+    existed, a binding without a declaration as before the capability contract."""
     return JSONResponse(version.model_dump(mode="python", exclude_none=True), status_code=status)
 
 
@@ -292,7 +294,8 @@ def create_app(
     def create_binding(
         principal: Principal = deps["publish_binding"], body: Any = body_dep
     ) -> JSONResponse:
-        return _respond(engine.publish_binding(principal, body), 201)
+        # without a declaration a binding answers exactly as before the capability contract
+        return _respond_sparse(engine.publish_binding(principal, body), 201)
 
     @app.get(
         "/v1/bindings/{binding_id}",
@@ -301,7 +304,19 @@ def create_app(
         tags=["configuration"],
     )
     def get_binding(binding_id: str, principal: Principal = deps["get_binding"]) -> JSONResponse:
-        return _respond(engine.get_binding(principal, binding_id))
+        return _respond_sparse(engine.get_binding(principal, binding_id))
+
+    @app.get(
+        "/v1/bindings/{binding_id}/policy",
+        response_model=ExecutionPolicy,
+        responses=_errors(401, 403, 404),
+        tags=["configuration"],
+    )
+    def get_binding_policy(
+        binding_id: str, principal: Principal = deps["get_binding_policy"]
+    ) -> JSONResponse:
+        """The execution policy enforced for the binding's operation (CAP-04)."""
+        return _respond(engine.binding_policy(principal, binding_id))
 
     @app.post(
         "/v1/tool-sets",
@@ -338,7 +353,7 @@ def create_app(
         principal: Principal = deps["publish_version"],
         body: Any = body_dep,
     ) -> JSONResponse:
-        return _respond_version(engine.publish_version(principal, agent_id, body), 201)
+        return _respond_sparse(engine.publish_version(principal, agent_id, body), 201)
 
     @app.get(
         "/v1/agent-versions/{agent_version}",
@@ -347,7 +362,7 @@ def create_app(
         tags=["configuration"],
     )
     def get_version(agent_version: str, principal: Principal = deps["get_version"]) -> JSONResponse:
-        return _respond_version(engine.get_version(principal, agent_version))
+        return _respond_sparse(engine.get_version(principal, agent_version))
 
     @app.post(
         "/v1/tools/dry-run",

@@ -30,7 +30,9 @@ from arck.reference.auth import (
     authenticate,
 )
 from arck.reference.canonical import ResultLimitError, check_limits
+from arck.reference.capability import CapabilityDeclaration, ExecutionPolicy, effective
 from arck.reference.errors import (
+    CapabilityDisabled,
     Forbidden,
     InvalidJSON,
     NotFound,
@@ -89,6 +91,7 @@ class Engine:
     permissions: ClassVar[Mapping[str, frozenset[str]]] = {
         "publish_binding": frozenset({CONFIG_WRITE}),
         "get_binding": frozenset({CONFIG_READ}),
+        "get_binding_policy": frozenset({CONFIG_READ}),
         "publish_tool_set": frozenset({CONFIG_WRITE}),
         "get_tool_set": frozenset({CONFIG_READ}),
         "publish_version": frozenset({CONFIG_WRITE}),
@@ -214,7 +217,15 @@ class Engine:
 
     def publish_binding(self, principal: Principal, data: object) -> Binding:
         request = self.validate_binding(data)
-        return self.store.add_binding(principal.tenant, request.name, request.description)
+        declared = request.capability
+        return self.store.add_binding(
+            principal.tenant, request.name, request.description,
+            declared.model_dump(exclude_unset=True) if declared is not None else None)
+
+    def binding_policy(self, principal: Principal, binding_id: str) -> ExecutionPolicy:
+        """CAP-04: what the platform enforces for the binding's operation, and from where."""
+        binding = self.get_binding(principal, binding_id)
+        return effective(binding_id, _declaration(binding))
 
     def get_binding(self, principal: Principal, binding_id: str) -> Binding:
         binding = self.store.binding(principal.tenant, binding_id)
@@ -231,9 +242,16 @@ class Engine:
         return self.store.add_tool_set(principal.tenant, request.name, tools)
 
     def check_binding(self, principal: Principal, binding_id: str, path: str) -> None:
-        """DEF-06: the binding must be registered for the caller's tenant."""
-        if self.store.binding(principal.tenant, binding_id) is None:
+        """DEF-06: the binding must be registered for the caller's tenant; CAP-02: and its
+        operation agent-facing (a declaration that does not say `enabled: true` keeps it
+        from every model's tools, so no tool set may name it)."""
+        binding = self.store.binding(principal.tenant, binding_id)
+        if binding is None:
             raise UnknownBinding(f"{path}: no registered binding {binding_id[:64]!r}", path)
+        if not effective(binding_id, _declaration(binding)).agent_facing:
+            raise CapabilityDisabled(
+                f"{path}: binding {binding_id!r} declares its operation not enabled for "
+                "agents (capability.enabled is not true): no tool may name it", path)
 
     def get_tool_set(
         self, principal: Principal, tool_set_id: str, *, path: str = "tool_set_id"
@@ -372,3 +390,10 @@ class Engine:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _declaration(binding: Binding) -> CapabilityDeclaration | None:
+    """The binding's stored declaration (validated when it was registered)."""
+    if binding.capability is None:
+        return None
+    return CapabilityDeclaration.model_validate(binding.capability)

@@ -12,6 +12,7 @@ from typing import ClassVar
 __all__ = [
     "ApiError",
     "BodyTooLarge",
+    "CapabilityDisabled",
     "Conflict",
     "ExecutorOffline",
     "Forbidden",
@@ -120,6 +121,13 @@ class RemovedField(ApiError):
 
     status = 422
     code = "removed_field"
+
+
+class CapabilityDisabled(ApiError):
+    """CAP-02: a tool bound to an operation its declaration does not enable."""
+
+    status = 422
+    code = "capability_disabled"
 
 
 class UnknownBinding(ApiError):

@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from arck.reference.capability import CapabilityDeclaration
 from arck.reference.errors import ValidationFailed
 
 __all__ = [
@@ -116,12 +117,15 @@ class BindingCreate(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1)
     description: str = ""
+    capability: CapabilityDeclaration | None = None  # CAP-01: docs/capabilities.md
 
 
 class Binding(BaseModel):
     binding_id: str
     name: str
     description: str
+    # the declaration as sent, what it left out left out; absent on a binding without one
+    capability: dict[str, Any] | None = None
 
 
 class ToolDefinition(BaseModel):

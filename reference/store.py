@@ -33,6 +33,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bindings (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     name TEXT NOT NULL, description TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS binding_capabilities (
+    binding_id TEXT PRIMARY KEY, declaration TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tool_sets (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     name TEXT NOT NULL, tools TEXT NOT NULL);
@@ -45,7 +47,8 @@ CREATE TABLE IF NOT EXISTS version_runs (
     version_id TEXT PRIMARY KEY, channel_id TEXT NOT NULL, summary_channel_id TEXT,
     max_context_tokens INTEGER NOT NULL);
 """
-_IMMUTABLE = ("tool_sets", "agent_versions", "version_runs", "channels")
+_IMMUTABLE = ("tool_sets", "agent_versions", "version_runs", "channels",
+              "binding_capabilities")
 _TRIGGER = """
 CREATE TRIGGER IF NOT EXISTS {table}_no_{op} BEFORE {op} ON {table}
 BEGIN SELECT RAISE(ABORT, 'published {table} rows are immutable'); END;
@@ -203,17 +206,28 @@ class Store:
             ).fetchone()
         return row
 
-    def add_binding(self, tenant: str, name: str, description: str) -> Binding:
-        new_id = self._insert(
-            "bindings", "bnd", ("tenant", "name", "description"), (tenant, name, description)
-        )
-        return Binding(binding_id=new_id, name=name, description=description)
+    def add_binding(self, tenant: str, name: str, description: str,
+                    capability: dict[str, Any] | None = None) -> Binding:
+        """A binding, with its capability declaration (kept as sent) in the same commit."""
+        with self.transaction() as db:
+            new_id = self.insert(db, "bindings", "bnd", ("tenant", "name", "description"),
+                                 (tenant, name, description))
+            if capability is not None:
+                db.execute("INSERT INTO binding_capabilities (binding_id, declaration) "
+                           "VALUES (?, ?)", (new_id, _dumps(capability)))
+        return Binding(binding_id=new_id, name=name, description=description,
+                       capability=capability)
 
     def binding(self, tenant: str, binding_id: str) -> Binding | None:
-        row = self._row("bindings", "name, description", tenant, binding_id)
+        with self._lock:
+            row: tuple[Any, ...] | None = self._db.execute(
+                "SELECT b.name, b.description, c.declaration FROM bindings b LEFT JOIN "
+                "binding_capabilities c ON c.binding_id = b.id WHERE b.id = ? AND b.tenant = ?",
+                (binding_id, tenant)).fetchone()
         if row is None:
             return None
-        return Binding(binding_id=binding_id, name=row[0], description=row[1])
+        return Binding(binding_id=binding_id, name=row[0], description=row[1],
+                       capability=json.loads(row[2]) if row[2] is not None else None)
 
     def add_tool_set(self, tenant: str, name: str, tools: Sequence[PublishedTool]) -> ToolSet:
         text = _dumps([tool.model_dump() for tool in tools])

@@ -146,6 +146,17 @@ class Target(Protocol):
 
 
 @runtime_checkable
+class CapabilityTarget(Target, Protocol):
+    """A target whose bindings carry capability declarations (docs/capabilities.md):
+    `declare_binding` registers one with `capability` (any JSON: checks send broken ones),
+    `binding_policy` answers the policy enforced for it (reference profile)."""
+
+    def declare_binding(self, name: str, capability: Any, role: str = "full") -> Exchange: ...
+    def get_binding(self, binding_id: str, role: str = "full") -> Exchange: ...
+    def binding_policy(self, binding_id: str, role: str = "full") -> Exchange: ...
+
+
+@runtime_checkable
 class RuntimeTarget(Target, Protocol):
     """A target that runs agents (docs/runs.md): the steps checks of runs need.
 
@@ -333,6 +344,16 @@ class HttpTarget:
     def create_binding(self, name: str, role: str = "full") -> Exchange:
         exchange = self.request("POST", "/v1/bindings", json_body={"name": name}, role=role)
         return self._created(exchange, "binding_id")
+
+    def declare_binding(self, name: str, capability: Any, role: str = "full") -> Exchange:
+        body = {"name": name, "capability": capability}
+        return self._created(self._post("/v1/bindings", body, role), "binding_id")
+
+    def get_binding(self, binding_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/bindings/{binding_id}", role=role)
+
+    def binding_policy(self, binding_id: str, role: str = "full") -> Exchange:
+        return self.request("GET", f"/v1/bindings/{binding_id}/policy", role=role)
 
     def publish_tool_set(self, body: Any, role: str = "full") -> Exchange:
         return self._created(self._post("/v1/tool-sets", body, role), "tool_set_id")

@@ -1606,6 +1606,26 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("CTX-06",),
         "compaction_kept:empty_summary_accepted",
     ),
+    # capability declarations
+    ("capability-version-guessed", "a declaration of version 2 (any integer) read as version 1",
+     ("CAP-01",), "capabilities:version_guessed"),
+    ("capability-timeout-not-positive", "a timeout_ms of 0 or less taken as no timeout declared",
+     ("CAP-01",), "capabilities:non_positive_timeout"),
+    ("capability-booleans-coerced", 'a declaration\'s "true", "false", 1 and 0 taken for booleans',
+     ("CAP-01",), "capabilities:coerced_booleans"),
+    ("capability-errors-pathless", "a broken declaration refused naming neither path nor member",
+     ("CAP-01",), "capabilities:pathless_errors"),
+    ("capability-disabled-offered", "a tool set names an operation declared enabled: false, and "
+     "its tool reaches the model", ("CAP-02",), "capabilities:disabled_offered"),
+    ("capability-omitted-enabled", "a declaration without `enabled` taken as enabled (profile: "
+     "only enabled: true makes an operation agent-facing)", ("CAP-02",),
+     "capabilities:omitted_enabled"),
+    ("capability-readonly-idempotent", "the policy reads readonly: true as idempotent too",
+     ("CAP-04",), "capabilities:readonly_idempotent"),
+    ("capability-default-wait-30s", "with no declared timeout the policy waits 30 s, not the "
+     "profile's 60 s", ("CAP-14",), "capabilities:short_default_wait"),
+    ("capability-hints-dropped", "a declaration is kept without its rate limit",
+     ("CAP-14",), "capabilities:hints_dropped"),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -1,0 +1,210 @@
+"""CAP: capability declarations (SPEC §4): validated with the path named, an unknown version
+refused, an operation not enabled kept from every model, and the effective policy
+conservative with no hint read from another. Driven through a target's capability steps
+(docs/capabilities.md); the cases come from `capability_cases`, never from the reference."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from hypothesis import strategies as st
+
+from arck.conformance import capability_cases as cases
+from arck.conformance.checking import expect, property_check
+from arck.conformance.context import CheckContext
+from arck.conformance.errors import NotApplicable, NotTestable
+from arck.conformance.judge import answer, names, refused
+from arck.conformance.runworld import world
+from arck.simulator.provider import Step
+from arck.simulator.target import CapabilityTarget, Exchange
+
+_ABSENT = ("not applicable: the target takes no capability declarations on its bindings "
+           "(docs/capabilities.md)")
+
+
+def _target(ctx: CheckContext) -> CapabilityTarget:
+    if not isinstance(ctx.target, CapabilityTarget):
+        raise NotApplicable(_ABSENT + ": it has no declare_binding step")
+    return ctx.target
+
+
+def _declare(ctx: CheckContext, decl: Any) -> Exchange:
+    return _target(ctx).declare_binding(ctx.name("operation"), decl)
+
+
+def _scope(ctx: CheckContext, what: str) -> str:
+    """A scope of the plainest form (`op.<letters, digits, _>`), unique to this run."""
+    return "op." + re.sub(r"[^a-z0-9_]", "_", ctx.name(what).lower())
+
+
+def _supported(ctx: CheckContext) -> None:
+    """"Not applicable" unless the target takes a plain valid declaration."""
+    _kept(ctx, _declare(ctx, {"version": 1, "enabled": True, "scope": _scope(ctx, "probe")}))
+
+
+def _kept(ctx: CheckContext, exchange: Exchange) -> dict[str, Any]:
+    """A valid declaration's binding; "not applicable" when the target shows it does not
+    take declarations at all (it refuses the member itself, or answers without it)."""
+    data = exchange.json_or_none()
+    if refused(exchange) and _error_path(exchange) == "/capability":
+        raise NotApplicable(_ABSENT + f": {exchange.describe()[:300]}")
+    expect(200 <= exchange.status < 300, "CAP-01", "a valid declaration accepted",
+           exchange.describe)
+    if not isinstance(data, dict) or "capability" not in data:
+        raise NotApplicable(_ABSENT + f": its binding answers no `capability`: "
+                                      f"{exchange.describe()[:300]}")
+    return data
+
+
+def _error_path(exchange: Exchange) -> Any:
+    data = exchange.json_or_none()
+    error = data.get("error") if isinstance(data, dict) else None
+    return error.get("path") if isinstance(error, dict) else None
+
+
+def _valid_or_broken(ctx: CheckContext) -> st.SearchStrategy[Any]:
+    profile = ctx.profile == "reference"
+    valid = cases.declarations(profile, enabled=None).map(lambda d: {"declaration": d})
+    return st.one_of(valid, cases.broken(profile))
+
+
+def _classic(member: str, value: Any, within: str = "") -> dict[str, Any]:
+    """A classic defect's case: a plain declaration with one member wrong."""
+    decl: dict[str, Any] = {"version": 1, "enabled": True, "scope": "order.read",
+                            "execution": {"readonly": True, "timeout_ms": 5000}}
+    (decl[within] if within else decl)[member] = value
+    pointer = f"/{within}/{member}" if within else f"/{member}"
+    return cases.broken_case(decl, pointer, f"{pointer[1:]} {value!r}")
+
+
+@property_check("CAP-01", "CAP-14", cases=_valid_or_broken, examples=(
+    _classic("version", 2), _classic("enabled", "true"), _classic("readonly", 1, "execution"),
+    _classic("timeout_ms", 0, "execution")))
+def test_declarations_are_validated(ctx: CheckContext, case: Any) -> None:
+    """A valid declaration is accepted (under the profile: read back as sent); one wrong at
+    a member (a version other than 1, a missing scope, a boolean that is not one, a timeout or
+    rate count that is not a positive integer) is refused, naming the member (under the
+    profile: 422 whose `error.path` is the member's JSON Pointer under `/capability`)."""
+    decl, pointer = case["declaration"], case.get("pointer")
+    if pointer is None:
+        made = _kept(ctx, _declare(ctx, decl))
+        if ctx.profile == "reference":
+            expect(made.get("capability") == decl, "CAP-14", "profile: the declaration "
+                   "answered as sent", lambda: json.dumps(made.get("capability"))[:400])
+            binding_id = made.get("binding_id")
+            read = _target(ctx).get_binding(str(binding_id))
+            expect(answer(read, "CAP-14").get("capability") == decl, "CAP-14",
+                   "profile: the declaration read back as sent", read.describe)
+        return
+    _supported(ctx)
+    exchange = _declare(ctx, decl)
+    what, name = case["what"], cases.member(pointer)
+    expect(refused(exchange), "CAP-01", f"a declaration with {what} refused (4xx)",
+           exchange.describe)
+    expect(names(exchange, name), "CAP-01",
+           f"the refusal of a declaration with {what} naming {name!r}", exchange.describe)
+    if ctx.profile == "reference":
+        expect(exchange.status == 422 and _error_path(exchange) == "/capability" + pointer,
+               "CAP-14", f"profile: 422 with error.path /capability{pointer}",
+               exchange.describe)
+
+
+@property_check("CAP-01", cases=st.one_of(st.integers(min_value=2, max_value=2**31),
+                                          st.integers(max_value=0)),
+                examples=(2, 0))
+def test_an_unknown_version_is_refused_not_guessed(ctx: CheckContext, case: Any) -> None:
+    """A declaration of a version the runtime does not know is refused, however well it
+    would read as version 1: the same declaration as version 1 is accepted."""
+    valid = {"version": 1, "enabled": True, "scope": _scope(ctx, "versioned"),
+             "execution": {"readonly": True, "idempotent": True, "timeout_ms": 5000}}
+    _kept(ctx, _declare(ctx, valid))
+    exchange = _declare(ctx, {**valid, "version": case})
+    expect(refused(exchange) and names(exchange, "version"), "CAP-01",
+           f"version {case} refused, naming version", exchange.describe)
+
+
+@property_check("CAP-02", cases=st.tuples(st.sampled_from(["false", "left out"]),
+                                          st.booleans()), cap=4)
+def test_an_operation_not_enabled_never_reaches_a_model(ctx: CheckContext, case: Any) -> None:
+    """A tool bound to an operation declared `enabled: false` never reaches a model: the
+    tool set naming it is refused, or the model's `tools` never hold it while they hold an
+    enabled one. (Under the profile the same holds for a declaration without `enabled`, and
+    the refusal is 422 `capability_disabled` at the tool's `binding_id`.)"""
+    how, disabled_first = case
+    if how == "left out" and ctx.profile != "reference":
+        return  # an omitted `enabled` is the profile's decision
+    enabled = _kept(ctx, _declare(ctx, {"version": 1, "enabled": True,
+                                        "scope": _scope(ctx, "on")}))
+    decl: dict[str, Any] = {"version": 1, "scope": _scope(ctx, "off")}
+    if how == "false":
+        decl["enabled"] = False
+    off = _kept(ctx, _declare(ctx, decl))
+    tools = [{**ctx.tool(None), "name": "enabled_op", "binding_id": enabled["binding_id"]},
+             {**ctx.tool(None), "name": "disabled_op", "binding_id": off["binding_id"]}]
+    if disabled_first:
+        tools.reverse()
+    at = tools.index(next(t for t in tools if t["name"] == "disabled_op"))
+    published = _target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": tools})
+    if refused(published):
+        if ctx.profile == "reference":
+            data = published.json_or_none() or {}
+            error = data.get("error") if isinstance(data, dict) else None
+            expect(published.status == 422 and isinstance(error, dict)
+                   and error.get("code") == "capability_disabled"
+                   and error.get("path") == f"/tools/{at}/binding_id", "CAP-02",
+                   f"profile: 422 capability_disabled at /tools/{at}/binding_id",
+                   published.describe)
+        return
+    expect(ctx.profile != "reference", "CAP-02", "profile: a tool set naming an operation "
+           f"not enabled ({how}) refused", published.describe)
+    _judge_model_tools(ctx, answer(published, "CAP-02").get("tool_set_id"), how)
+
+
+def _judge_model_tools(ctx: CheckContext, tool_set_id: Any, how: str) -> None:
+    """The tool set was taken: what the model was offered decides."""
+    try:
+        w = world(ctx)
+    except NotApplicable as exc:
+        raise NotTestable(f"not testable: the tool set naming an operation not enabled was "
+                          f"published, and without runs what reaches a model is not seen: "
+                          f"{exc}") from None
+    agent = w.agent_on(str(tool_set_id), [Step(text="done")])
+    run_id = str(w.start(w.session(agent, w.wallet(10**9)), "Hello").get("run_id"))
+    w.settle(run_id)
+    offered: list[list[str]] = []
+    for request in w.requests(agent):
+        body = json.loads(request.body)
+        offered.append(sorted(t.get("function", {}).get("name", "")
+                              for t in body.get("tools") or [] if isinstance(t, dict)))
+    if not offered:
+        raise NotTestable(f"not testable: run {run_id} never called the model")
+    expect(all("disabled_op" not in names_ for names_ in offered), "CAP-02",
+           f"a tool on an operation not enabled ({how}) never in a model's tools",
+           f"the model was offered {offered}")
+    expect(all("enabled_op" in names_ for names_ in offered), "CAP-02",
+           "the enabled operation's tool offered (the tool set is in use)",
+           f"the model was offered {offered}")
+
+
+@property_check("CAP-04", "CAP-14", cases=cases.declarations(True, enabled=None))
+def test_the_effective_policy_is_conservative(ctx: CheckContext, case: Any) -> None:
+    """Profile (the policy step): each hint as declared, a missing one at its conservative
+    value (not read-only, not idempotent, the 60,000 ms default wait, no rate limit), none
+    derived from another (`readonly: true` says nothing of idempotency, nor the reverse)."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the policy step is the reference profile's (CAP-14)")
+    made = _kept(ctx, _declare(ctx, case))
+    policy = _target(ctx).binding_policy(str(made.get("binding_id")))
+    if policy.status in (404, 405) and _error_path(policy) in (None, ""):
+        raise NotApplicable(f"the target has no policy step: {policy.describe()[:200]}")
+    data = answer(policy, "CAP-04")
+    expected = cases.expected_policy(case)
+    wait = expected.pop("timeout_ms") if expected["timeout_source"] == "default" else None
+    wrong = {k: data.get(k) for k, v in expected.items() if data.get(k) != v}
+    expect(not wrong, "CAP-04", f"the policy of {json.dumps(case)[:300]}: {expected}",
+           f"these members differ: {wrong}")
+    if wait is not None:
+        expect(data.get("timeout_ms") == wait, "CAP-14", f"profile: with no declared timeout, "
+               f"the default wait of {wait} ms", f"timeout_ms {data.get('timeout_ms')!r}")
