@@ -156,6 +156,57 @@ def broken(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
     return broken_case(decl, "/" + "/".join((*where, name)), f"unknown member {name!r}")
 
 
+def window_ms(window: str) -> int:
+    unit = "ms" if window.endswith("ms") else window[-1]
+    return int(window[: -len(unit)]) * _UNIT_MS[unit]
+
+
+@st.composite
+def local_policies(draw: st.DrawFn) -> dict[str, Any]:
+    """A declaration, a local policy for it, and the pointers of the settings that loosen
+    it (CAP-09, profile rules of docs/capabilities.md): a timeout longer than the declared
+    one (or the default wait), a rate limit that admits more in a declared window than the
+    declaration, retries where idempotency is not declared."""
+    decl = draw(declarations(True, enabled=True))
+    execution = decl.get("execution") or {}
+    local: dict[str, Any] = {}
+    loosens: list[str] = []
+    if draw(st.booleans()):
+        bound = execution.get("timeout_ms", DEFAULT_WAIT_MS)
+        local["timeout_ms"] = draw(st.one_of(st.integers(1, bound),
+                                             st.integers(bound + 1, 2 * bound + 1)))
+        if local["timeout_ms"] > bound:
+            loosens.append("/timeout_ms")
+    declared = execution.get("rate_limit")
+    if draw(st.booleans()):
+        cap = declared["count"] if declared else 100
+        local["rate_limit"] = {"count": draw(st.integers(1, 2 * cap)), "window": draw(windows())}
+        if declared:
+            count, window = local["rate_limit"]["count"], local["rate_limit"]["window"]
+            fits = -(-window_ms(declared["window"]) // window_ms(window))
+            if count > declared["count"]:
+                loosens.append("/rate_limit/count")
+            elif count * fits > declared["count"]:
+                loosens.append("/rate_limit/window")
+    if draw(st.booleans()):
+        local["retries"] = draw(st.booleans())
+        if local["retries"] and execution.get("idempotent") is not True:
+            loosens.append("/retries")
+    return {"declaration": decl, "local": local, "loosens": loosens}
+
+
+def tightened(decl: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    """The policy once a local policy that loosens nothing is applied."""
+    policy = expected_policy(decl)
+    if "timeout_ms" in local:
+        policy |= {"timeout_ms": local["timeout_ms"], "timeout_source": "local"}
+    if "rate_limit" in local:
+        policy["rate_limit"] = local["rate_limit"]
+    if local.get("retries") is False:
+        policy["retries_allowed"] = False
+    return policy
+
+
 def expected_policy(decl: dict[str, Any]) -> dict[str, Any]:
     """CAP-04, CAP-14: the policy the profile's policy step must answer for `decl`: each hint
     as declared, else its conservative value, none read from another."""
@@ -169,6 +220,7 @@ def expected_policy(decl: dict[str, Any]) -> dict[str, Any]:
         "timeout_ms": DEFAULT_WAIT_MS if timeout is None else timeout,
         "timeout_source": "default" if timeout is None else "declared",
         "rate_limit": execution.get("rate_limit"),
+        "retries_allowed": execution.get("idempotent") is True,
         "subject_required": (decl.get("subject") or {}).get("required") is True,
         "audit_sensitive": (decl.get("audit") or {}).get("sensitive") is True,
         "risk_level": (decl.get("risk") or {}).get("level"),

@@ -38,6 +38,7 @@ from arck.reference.errors import (
     MethodNotAllowed,
     ValidationFailed,
 )
+from arck.reference.localpolicy import LocalPolicy
 from arck.reference.models import (
     AgentVersion,
     AgentVersionCreate,
@@ -317,6 +318,19 @@ def create_app(
     ) -> JSONResponse:
         """The execution policy enforced for the binding's operation (CAP-04)."""
         return _respond(engine.binding_policy(principal, binding_id))
+
+    @app.put(
+        "/v1/bindings/{binding_id}/local-policy",
+        response_model=ExecutionPolicy,
+        responses=_errors(400, 401, 403, 404, 413, 422),
+        openapi_extra=_body(LocalPolicy),
+        tags=["configuration"],
+    )
+    def set_local_policy(
+        binding_id: str, principal: Principal = deps["set_local_policy"], body: Any = body_dep
+    ) -> JSONResponse:
+        """The deployment's local policy for the operation: it may only tighten (CAP-09)."""
+        return _respond(engine.set_local_policy(principal, binding_id, body))
 
     @app.post(
         "/v1/tool-sets",

@@ -23,8 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-__all__ = ["DEFAULT_WAIT_MS", "KNOWN_VERSION", "CapabilityDeclaration", "ExecutionPolicy",
-           "effective", "window_ms"]
+__all__ = ["DEFAULT_WAIT_MS", "KNOWN_VERSION", "CapabilityDeclaration", "CapabilityRateLimit",
+           "ExecutionPolicy", "effective", "refuse_nulls", "window_ms"]
 
 KNOWN_VERSION = 1
 DEFAULT_WAIT_MS = 60_000  # CAP-14: the wait when no timeout is declared
@@ -86,12 +86,7 @@ class CapabilityDeclaration(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_nulls(cls, data: Any) -> Any:
-        """A null declares nothing: refused where it is, not read as a member left out."""
-        found = _first_null(data, "")
-        if found is not None:
-            raise PydanticCustomError("null_member", "null is not a value of this member; "
-                                      "leave the member out instead", {"pointer": found})
-        return data
+        return refuse_nulls(data)
 
     @field_validator("version", mode="before")
     @classmethod
@@ -102,6 +97,15 @@ class CapabilityDeclaration(BaseModel):
                 "capability contract version {version} is not known to this runtime (it "
                 "knows version 1): refused, not read as 1", {"version": repr(value)[:40]})
         return value
+
+
+def refuse_nulls(data: Any) -> Any:
+    """A null declares nothing: refused where it is, not read as a member left out."""
+    found = _first_null(data, "")
+    if found is not None:
+        raise PydanticCustomError("null_member", "null is not a value of this member; "
+                                  "leave the member out instead", {"pointer": found})
+    return data
 
 
 def _first_null(value: Any, at: str) -> str | None:
@@ -127,11 +131,14 @@ class ExecutionPolicy(BaseModel):
     readonly: bool
     idempotent: bool
     timeout_ms: int
-    timeout_source: Literal["declared", "default"]
+    timeout_source: Literal["declared", "default", "local"]
     rate_limit: dict[str, Any] | None
+    # CAP-07, CAP-09: automatic retries only where idempotency is declared, unless turned off
+    retries_allowed: bool
     subject_required: bool
     audit_sensitive: bool
     risk_level: str | None
+    local: dict[str, Any] | None = None  # the deployment's local policy, as set
 
 
 def effective(binding_id: str, declaration: CapabilityDeclaration | None) -> ExecutionPolicy:
@@ -149,6 +156,7 @@ def effective(binding_id: str, declaration: CapabilityDeclaration | None) -> Exe
         timeout_ms=timeout if timeout is not None else DEFAULT_WAIT_MS,
         timeout_source="declared" if timeout is not None else "default",
         rate_limit=execution.rate_limit.model_dump() if execution.rate_limit else None,
+        retries_allowed=execution.idempotent is True,
         subject_required=bool(declaration and declaration.subject
                               and declaration.subject.required),
         audit_sensitive=bool(declaration and declaration.audit and declaration.audit.sensitive),

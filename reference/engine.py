@@ -36,10 +36,12 @@ from arck.reference.errors import (
     Forbidden,
     InvalidJSON,
     NotFound,
+    PolicyLoosens,
     RemovedField,
     UnknownBinding,
     ValidationFailed,
 )
+from arck.reference.localpolicy import LocalPolicy, apply, loosening
 from arck.reference.models import (
     DEFAULT_CONTEXT_TOKENS,
     MAX_BUDGET,
@@ -92,6 +94,7 @@ class Engine:
         "publish_binding": frozenset({CONFIG_WRITE}),
         "get_binding": frozenset({CONFIG_READ}),
         "get_binding_policy": frozenset({CONFIG_READ}),
+        "set_local_policy": frozenset({CONFIG_WRITE}),
         "publish_tool_set": frozenset({CONFIG_WRITE}),
         "get_tool_set": frozenset({CONFIG_READ}),
         "publish_version": frozenset({CONFIG_WRITE}),
@@ -223,9 +226,30 @@ class Engine:
             declared.model_dump(exclude_unset=True) if declared is not None else None)
 
     def binding_policy(self, principal: Principal, binding_id: str) -> ExecutionPolicy:
-        """CAP-04: what the platform enforces for the binding's operation, and from where."""
+        """CAP-04, CAP-09: what the platform enforces for the binding's operation: the
+        declaration's policy, tightened by the local one."""
         binding = self.get_binding(principal, binding_id)
-        return effective(binding_id, _declaration(binding))
+        stored = self.store.local_policy(binding_id)
+        local = LocalPolicy.model_validate(stored) if stored is not None else None
+        return apply(effective(binding_id, _declaration(binding)), local)
+
+    def set_local_policy(
+        self, principal: Principal, binding_id: str, data: object
+    ) -> ExecutionPolicy:
+        """CAP-09: a local policy replaces the last one only when it loosens nothing."""
+        binding = self.get_binding(principal, binding_id)
+        local = self._validate(LocalPolicy, data)
+        declared = effective(binding_id, _declaration(binding))
+        found = self.loosens(local, declared)
+        if found is not None:
+            path, why = found
+            raise PolicyLoosens(f"{path}: {why}", path)
+        self.store.set_local_policy(binding_id, local.model_dump(exclude_unset=True))
+        return apply(declared, local)
+
+    def loosens(self, local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
+        """The local setting that would loosen the declared policy (a mutant's seam)."""
+        return loosening(local, declared)
 
     def get_binding(self, principal: Principal, binding_id: str) -> Binding:
         binding = self.store.binding(principal.tenant, binding_id)

@@ -20,6 +20,7 @@ __all__ = [
     "InvalidJSON",
     "MethodNotAllowed",
     "NotFound",
+    "PolicyLoosens",
     "RemovedField",
     "StorageUnavailable",
     "Unauthorized",
@@ -128,6 +129,13 @@ class CapabilityDisabled(ApiError):
 
     status = 422
     code = "capability_disabled"
+
+
+class PolicyLoosens(ApiError):
+    """CAP-09: a local policy that would loosen a declared bound."""
+
+    status = 422
+    code = "policy_loosens"
 
 
 class UnknownBinding(ApiError):

@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS bindings (
     name TEXT NOT NULL, description TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS binding_capabilities (
     binding_id TEXT PRIMARY KEY, declaration TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS local_policies (
+    binding_id TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tool_sets (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, tenant TEXT NOT NULL,
     name TEXT NOT NULL, tools TEXT NOT NULL);
@@ -228,6 +230,19 @@ class Store:
             return None
         return Binding(binding_id=binding_id, name=row[0], description=row[1],
                        capability=json.loads(row[2]) if row[2] is not None else None)
+
+    def set_local_policy(self, binding_id: str, body: dict[str, Any]) -> None:
+        """A deployment setting, replaced whole (bindings themselves never change)."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO local_policies (binding_id, body) VALUES (?, ?) "
+                       "ON CONFLICT (binding_id) DO UPDATE SET body = excluded.body",
+                       (binding_id, _dumps(body)))
+
+    def local_policy(self, binding_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT body FROM local_policies WHERE binding_id = ?",
+                                   (binding_id,)).fetchone()
+        return json.loads(row[0]) if row is not None else None
 
     def add_tool_set(self, tenant: str, name: str, tools: Sequence[PublishedTool]) -> ToolSet:
         text = _dumps([tool.model_dump() for tool in tools])

@@ -149,11 +149,13 @@ class Target(Protocol):
 class CapabilityTarget(Target, Protocol):
     """A target whose bindings carry capability declarations (docs/capabilities.md):
     `declare_binding` registers one with `capability` (any JSON: checks send broken ones),
-    `binding_policy` answers the policy enforced for it (reference profile)."""
+    `binding_policy` answers the policy enforced for it and `set_local_policy` sets a
+    deployment's local policy for it (both reference profile)."""
 
     def declare_binding(self, name: str, capability: Any, role: str = "full") -> Exchange: ...
     def get_binding(self, binding_id: str, role: str = "full") -> Exchange: ...
     def binding_policy(self, binding_id: str, role: str = "full") -> Exchange: ...
+    def set_local_policy(self, binding_id: str, body: Any, role: str = "full") -> Exchange: ...
 
 
 @runtime_checkable
@@ -354,6 +356,10 @@ class HttpTarget:
 
     def binding_policy(self, binding_id: str, role: str = "full") -> Exchange:
         return self.request("GET", f"/v1/bindings/{binding_id}/policy", role=role)
+
+    def set_local_policy(self, binding_id: str, body: Any, role: str = "full") -> Exchange:
+        return self.request("PUT", f"/v1/bindings/{binding_id}/local-policy", json_body=body,
+                            role=role)
 
     def publish_tool_set(self, body: Any, role: str = "full") -> Exchange:
         return self._created(self._post("/v1/tool-sets", body, role), "tool_set_id")

@@ -208,3 +208,44 @@ def test_the_effective_policy_is_conservative(ctx: CheckContext, case: Any) -> N
     if wait is not None:
         expect(data.get("timeout_ms") == wait, "CAP-14", f"profile: with no declared timeout, "
                f"the default wait of {wait} ms", f"timeout_ms {data.get('timeout_ms')!r}")
+
+
+_RATED = {"version": 1, "enabled": True, "scope": "notification.batch.send",
+          "execution": {"timeout_ms": 10_000, "rate_limit": {"count": 60, "window": "1m"}}}
+
+
+@property_check("CAP-09", "CAP-14", cases=cases.local_policies(), examples=(
+    # two 50 s windows fit in a minute: 100 dispatches where the declaration allows 60
+    {"declaration": _RATED, "local": {"rate_limit": {"count": 50, "window": "50s"}},
+     "loosens": ["/rate_limit/window"]},
+    {"declaration": _RATED, "local": {"timeout_ms": 10_001}, "loosens": ["/timeout_ms"]},
+    {"declaration": _RATED, "local": {"retries": True}, "loosens": ["/retries"]},
+    {"declaration": _RATED, "local": {"rate_limit": {"count": 10, "window": "10s"},
+                                      "timeout_ms": 5000, "retries": False}, "loosens": []}))
+def test_local_policy_only_tightens(ctx: CheckContext, case: Any) -> None:
+    """Profile (the local-policy step): a local policy that loosens a declared bound (a
+    longer timeout, a rate limit admitting more in a declared window, retries without
+    declared idempotency) is refused, naming a setting that loosens, and changes nothing; one
+    that tightens is applied, and the policy reads back tightened."""
+    if ctx.profile != "reference":
+        raise NotApplicable("the local-policy step is the reference profile's (CAP-14)")
+    decl, local, loosens = case["declaration"], case["local"], case["loosens"]
+    made = _kept(ctx, _declare(ctx, decl))
+    binding_id = str(made.get("binding_id"))
+    target = _target(ctx)
+    before = answer(target.binding_policy(binding_id), "CAP-09")
+    exchange = target.set_local_policy(binding_id, local)
+    shown = f"the local policy {json.dumps(local)} for {json.dumps(decl)[:300]}"
+    if loosens:
+        expect(exchange.status == 422 and _error_path(exchange) in loosens, "CAP-09",
+               f"{shown} refused with 422 naming one of {loosens}", exchange.describe)
+        after = answer(target.binding_policy(binding_id), "CAP-09")
+        expect(after == before, "CAP-09", f"{shown}, refused, changed nothing",
+               lambda: f"before {before}; after {after}")
+        return
+    expected = cases.tightened(decl, local)
+    for what, read in (("answered", exchange), ("read back", target.binding_policy(binding_id))):
+        data = answer(read, "CAP-09")
+        wrong = {k: data.get(k) for k, v in expected.items() if data.get(k) != v}
+        expect(not wrong, "CAP-09", f"{shown}, which loosens nothing, {what} applied: "
+               f"{expected}", f"these members differ: {wrong}")

@@ -1626,6 +1626,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      "profile's 60 s", ("CAP-14",), "capabilities:short_default_wait"),
     ("capability-hints-dropped", "a declaration is kept without its rate limit",
      ("CAP-14",), "capabilities:hints_dropped"),
+    ("local-timeout-loosens", "a local timeout longer than the declared one is applied",
+     ("CAP-09",), "capabilities:longer_local_timeout"),
+    ("local-rate-count-only", "a local rate limit is compared by count alone: a shorter window "
+     "that admits more per declared window is applied", ("CAP-09",),
+     "capabilities:count_only_rate"),
+    ("local-retries-without-idempotency", "local policy turns retries on for an operation not "
+     "declared idempotent", ("CAP-09",), "capabilities:local_retries"),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -12,6 +12,7 @@ from arck.reference.auth import Principal
 from arck.reference.capability import ExecutionPolicy
 from arck.reference.engine import Engine
 from arck.reference.errors import UnknownBinding, ValidationFailed
+from arck.reference.localpolicy import LocalPolicy
 from arck.reference.models import Binding, BindingCreate
 from arck.reference.mutants.base import serve
 
@@ -119,6 +120,38 @@ class HintsDroppedEngine(Engine):
         return super().publish_binding(principal, data)
 
 
+class LongerLocalTimeoutEngine(Engine):
+    """A local timeout longer than the declared one is applied."""
+
+    def loosens(self, local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
+        return super().loosens(local.model_copy(update={"timeout_ms": None}), declared)
+
+
+class CountOnlyRateEngine(Engine):
+    """A local rate limit is compared by its count alone: a shorter window is taken."""
+
+    def loosens(self, local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
+        limit, mine = declared.rate_limit, local.rate_limit
+        if limit is not None and mine is not None and mine.count <= limit["count"]:
+            local = local.model_copy(update={"rate_limit": None})
+        return super().loosens(local, declared)
+
+
+class LocalRetriesEngine(Engine):
+    """Local policy may turn retries on for an operation not declared idempotent."""
+
+    def loosens(self, local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
+        return super().loosens(local.model_copy(update={"retries": None}), declared)
+
+    def set_local_policy(
+        self, principal: Principal, binding_id: str, data: object
+    ) -> ExecutionPolicy:
+        policy = super().set_local_policy(principal, binding_id, data)
+        if isinstance(data, dict) and data.get("retries") is True:
+            return policy.model_copy(update={"retries_allowed": True})
+        return policy
+
+
 def version_guessed() -> FastAPI:
     return serve(VersionGuessedEngine())
 
@@ -153,3 +186,15 @@ def short_default_wait() -> FastAPI:
 
 def hints_dropped() -> FastAPI:
     return serve(HintsDroppedEngine())
+
+
+def longer_local_timeout() -> FastAPI:
+    return serve(LongerLocalTimeoutEngine())
+
+
+def count_only_rate() -> FastAPI:
+    return serve(CountOnlyRateEngine())
+
+
+def local_retries() -> FastAPI:
+    return serve(LocalRetriesEngine())

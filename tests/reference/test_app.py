@@ -493,6 +493,7 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
         ("POST", "/v1/bindings"),
         ("GET", "/v1/bindings/{binding_id}"),
         ("GET", "/v1/bindings/{binding_id}/policy"),  # docs/capabilities.md
+        ("PUT", "/v1/bindings/{binding_id}/local-policy"),
         ("POST", "/v1/tool-sets"),
         ("GET", "/v1/tool-sets/{tool_set_id}"),
         ("POST", "/v1/agents/{agent_id}/versions"),

@@ -53,8 +53,8 @@ def test_a_declaration_is_kept_as_sent_and_read_as_a_policy(client: HttpClient) 
     assert policy == {
         "binding_id": binding_id, "declared": True, "agent_facing": True, "readonly": True,
         "idempotent": True, "timeout_ms": 5000, "timeout_source": "declared",
-        "rate_limit": {"count": 60, "window": "1m"}, "subject_required": True,
-        "audit_sensitive": True, "risk_level": "low"}
+        "rate_limit": {"count": 60, "window": "1m"}, "retries_allowed": True,
+        "subject_required": True, "audit_sensitive": True, "risk_level": "low", "local": None}
     assert client.get(f"/v1/bindings/{binding_id}/policy", headers=OTHER).status_code == 404
 
 
@@ -138,3 +138,58 @@ def test_a_tool_set_may_not_name_an_operation_not_enabled(client: HttpClient) ->
                                             ("2h", 7_200_000), ("1d", 86_400_000)])
 def test_windows_in_milliseconds(window: str, ms: int) -> None:
     assert window_ms(window) == ms
+
+
+def _local(client: HttpClient, binding_id: str, body: Any) -> Any:
+    return client.put(f"/v1/bindings/{binding_id}/local-policy", json=body, headers=FULL)
+
+
+def test_a_local_policy_that_tightens_is_applied_and_cleared_by_an_empty_one(
+    client: HttpClient,
+) -> None:
+    binding_id = _bind(client, ORDER_READ).json()["binding_id"]
+    tight = {"timeout_ms": 2000, "rate_limit": {"count": 10, "window": "10s"}, "retries": False}
+    answer = _local(client, binding_id, tight)
+    assert answer.status_code == 200, answer.text
+    policy = client.get(f"/v1/bindings/{binding_id}/policy", headers=FULL).json()
+    assert policy == answer.json()
+    assert (policy["timeout_ms"], policy["timeout_source"]) == (2000, "local")
+    assert policy["rate_limit"] == {"count": 10, "window": "10s"}  # 6 x 10 s: 60 a minute
+    assert (policy["retries_allowed"], policy["idempotent"], policy["local"]) == (
+        False, True, tight)
+    cleared = _local(client, binding_id, {}).json()
+    assert (cleared["timeout_ms"], cleared["retries_allowed"]) == (5000, True)
+
+
+@pytest.mark.parametrize(("execution", "local", "path"), [
+    ({"timeout_ms": 5000}, {"timeout_ms": 5001}, "/timeout_ms"),
+    ({}, {"timeout_ms": 60_001}, "/timeout_ms"),  # the default wait bounds it too
+    ({"rate_limit": {"count": 60, "window": "1m"}}, {"rate_limit": {"count": 61, "window": "1h"}},
+     "/rate_limit/count"),
+    ({"rate_limit": {"count": 60, "window": "1m"}}, {"rate_limit": {"count": 50, "window": "50s"}},
+     "/rate_limit/window"),  # two 50 s windows fit a minute: 100 > 60
+    ({"rate_limit": {"count": 60, "window": "1m"}}, {"rate_limit": {"count": 11, "window": "10s"}},
+     "/rate_limit/window"),
+    ({"idempotent": False}, {"retries": True}, "/retries"),
+    ({}, {"retries": True}, "/retries"),
+])
+def test_a_local_policy_that_loosens_is_refused_naming_the_field(
+    client: HttpClient, execution: dict[str, Any], local: dict[str, Any], path: str
+) -> None:
+    binding_id = _bind(client, {"version": 1, "scope": "x", "enabled": True,
+                                "execution": execution}).json()["binding_id"]
+    before = client.get(f"/v1/bindings/{binding_id}/policy", headers=FULL).json()
+    error = _error(_local(client, binding_id, local))
+    assert (error["code"], error["path"]) == ("policy_loosens", path)
+    assert client.get(f"/v1/bindings/{binding_id}/policy", headers=FULL).json() == before
+
+
+def test_a_local_policy_for_a_binding_without_a_declaration_tightens_the_defaults(
+    client: HttpClient,
+) -> None:
+    binding_id = client.post("/v1/bindings", json={"name": "plain"},
+                             headers=FULL).json()["binding_id"]
+    assert _local(client, binding_id, {"timeout_ms": 1000}).json()["timeout_ms"] == 1000
+    assert _error(_local(client, binding_id, {"retries": True}))["path"] == "/retries"
+    assert _error(_local(client, binding_id, {"timeout_ms": None}))["path"] == "/timeout_ms"
+    assert _local(client, "bnd-999999", {}).status_code == 404

@@ -1,0 +1,76 @@
+"""A deployment's local policy for one operation (CAP-09): it may only tighten what the
+declaration states, so a setting that would loosen a bound is refused at configuration,
+naming the field, and never applied (docs/capabilities.md, "Local policy").
+
+Tighter, axis by axis: a timeout no longer than the declared one (or the 60 s default wait
+when none is declared); a rate limit that admits no more dispatches in a declared window than
+the declaration does, `count × ⌈declared window / window⌉ ≤ declared count` (then no interval
+of any length admits more); retries turned on only where idempotency is declared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+from arck.reference.capability import (
+    CapabilityRateLimit,
+    ExecutionPolicy,
+    refuse_nulls,
+    window_ms,
+)
+
+__all__ = ["LocalPolicy", "apply", "loosening"]
+
+
+class LocalPolicy(BaseModel):
+    """`PUT /v1/bindings/{id}/local-policy`: every member optional; `{}` clears it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    timeout_ms: StrictInt | None = Field(default=None, gt=0)
+    rate_limit: CapabilityRateLimit | None = None
+    retries: StrictBool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        return refuse_nulls(data)
+
+
+def loosening(local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
+    """The first setting that would loosen the declared policy: (JSON Pointer, why)."""
+    if local.timeout_ms is not None and local.timeout_ms > declared.timeout_ms:
+        bound = "declared" if declared.timeout_source == "declared" else "default"
+        return "/timeout_ms", (f"{local.timeout_ms} ms is longer than the {bound} timeout of "
+                               f"{declared.timeout_ms} ms: local policy may only shorten it")
+    limit = declared.rate_limit
+    if local.rate_limit is not None and limit is not None:
+        count, window = local.rate_limit.count, local.rate_limit.window
+        if count > limit["count"]:
+            return "/rate_limit/count", (f"{count} is more than the declared {limit['count']} "
+                                         f"per {limit['window']}")
+        fits = -(-window_ms(limit["window"]) // window_ms(window))  # windows in the declared one
+        if count * fits > limit["count"]:
+            return "/rate_limit/window", (
+                f"{count} per {window} admits {count * fits} dispatches in {limit['window']}, "
+                f"more than the declared {limit['count']}")
+    if local.retries is True and not declared.idempotent:
+        return "/retries", ("automatic retries need a declaration of idempotency, which this "
+                            "operation does not have")
+    return None
+
+
+def apply(declared: ExecutionPolicy, local: LocalPolicy | None) -> ExecutionPolicy:
+    """The effective policy: the declared one, tightened by a local policy that passed
+    `loosening`."""
+    if local is None:
+        return declared
+    update: dict[str, Any] = {"local": local.model_dump(exclude_unset=True)}
+    if local.timeout_ms is not None:
+        update |= {"timeout_ms": local.timeout_ms, "timeout_source": "local"}
+    if local.rate_limit is not None:
+        update["rate_limit"] = local.rate_limit.model_dump()
+    if local.retries is False:
+        update["retries_allowed"] = False
+    return declared.model_copy(update=update)
