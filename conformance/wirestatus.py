@@ -1,5 +1,5 @@
 """The reference profile's success status of each operation, from the wire tables of
-docs/profile.md, docs/runs.md and docs/executors.md
+docs/profile.md, docs/runs.md, docs/executors.md and docs/capabilities.md
 (`tests/conformance/test_wirestatus.py` keeps them equal).
 
 A success answered with another 2xx (a claim answered 200, a run 202) passes every check that
@@ -23,6 +23,8 @@ SUCCESS: dict[tuple[str, str], int] = {
     # docs/profile.md: definitions, dry-run, health
     ("POST", "/v1/bindings"): 201,
     ("GET", "/v1/bindings/{binding_id}"): 200,
+    ("GET", "/v1/bindings/{binding_id}/policy"): 200,
+    ("PUT", "/v1/bindings/{binding_id}/local-policy"): 200,
     ("POST", "/v1/tool-sets"): 201,
     ("GET", "/v1/tool-sets/{tool_set_id}"): 200,
     ("POST", "/v1/agents/{agent_id}/versions"): 201,

@@ -44,12 +44,16 @@ def _supported(ctx: CheckContext) -> None:
     _kept(ctx, _declare(ctx, {"version": 1, "enabled": True, "scope": _scope(ctx, "probe")}))
 
 
-def _kept(ctx: CheckContext, exchange: Exchange) -> dict[str, Any]:
+def _kept(ctx: CheckContext, exchange: Exchange, judged: bool = True) -> dict[str, Any]:
     """A valid declaration's binding; "not applicable" when the target shows it does not
-    take declarations at all (it refuses the member itself, or answers without it)."""
+    take declarations at all (it refuses the member itself, or answers without it). A
+    refusal fails CAP-01 where the check `judged` it, else the check could not set up."""
     data = exchange.json_or_none()
     if refused(exchange) and _error_path(exchange) == "/capability":
         raise NotApplicable(_ABSENT + f": {exchange.describe()[:300]}")
+    if not judged and not 200 <= exchange.status < 300:
+        raise NotTestable(f"setup could not register a valid declaration (CAP-01 judges "
+                          f"that): {exchange.describe()}", exchange=exchange)
     expect(200 <= exchange.status < 300, "CAP-01", "a valid declaration accepted",
            exchange.describe)
     if not isinstance(data, dict) or "capability" not in data:
@@ -136,11 +140,11 @@ def test_an_operation_not_enabled_never_reaches_a_model(ctx: CheckContext, case:
     if how == "left out" and ctx.profile != "reference":
         return  # an omitted `enabled` is the profile's decision
     enabled = _kept(ctx, _declare(ctx, {"version": 1, "enabled": True,
-                                        "scope": _scope(ctx, "on")}))
+                                        "scope": _scope(ctx, "on")}), judged=False)
     decl: dict[str, Any] = {"version": 1, "scope": _scope(ctx, "off")}
     if how == "false":
         decl["enabled"] = False
-    off = _kept(ctx, _declare(ctx, decl))
+    off = _kept(ctx, _declare(ctx, decl), judged=False)
     tools = [{**ctx.tool(None), "name": "enabled_op", "binding_id": enabled["binding_id"]},
              {**ctx.tool(None), "name": "disabled_op", "binding_id": off["binding_id"]}]
     if disabled_first:
@@ -195,7 +199,7 @@ def test_the_effective_policy_is_conservative(ctx: CheckContext, case: Any) -> N
     derived from another (`readonly: true` says nothing of idempotency, nor the reverse)."""
     if ctx.profile != "reference":
         raise NotApplicable("the policy step is the reference profile's (CAP-14)")
-    made = _kept(ctx, _declare(ctx, case))
+    made = _kept(ctx, _declare(ctx, case), judged=False)
     policy = _target(ctx).binding_policy(str(made.get("binding_id")))
     if policy.status in (404, 405) and _error_path(policy) in (None, ""):
         raise NotApplicable(f"the target has no policy step: {policy.describe()[:200]}")
@@ -230,7 +234,7 @@ def test_local_policy_only_tightens(ctx: CheckContext, case: Any) -> None:
     if ctx.profile != "reference":
         raise NotApplicable("the local-policy step is the reference profile's (CAP-14)")
     decl, local, loosens = case["declaration"], case["local"], case["loosens"]
-    made = _kept(ctx, _declare(ctx, decl))
+    made = _kept(ctx, _declare(ctx, decl), judged=False)
     binding_id = str(made.get("binding_id"))
     target = _target(ctx)
     before = answer(target.binding_policy(binding_id), "CAP-09")

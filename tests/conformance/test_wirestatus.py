@@ -13,9 +13,9 @@ from arck.conformance.errors import CheckFailure
 from arck.simulator.target import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ("docs/profile.md", "docs/runs.md", "docs/executors.md")
+PAGES = ("docs/profile.md", "docs/runs.md", "docs/executors.md", "docs/capabilities.md")
 # A row of a wire table: | `METHOD /path` | who | body → STATUS ... |
-ROW = re.compile(r"^\| `(GET|POST) (/v1/[^` ]+)` \|[^|]*\|[^→]*→ (\d{3})\b", re.MULTILINE)
+ROW = re.compile(r"^\| `(GET|POST|PUT) (/v1/[^` ]+)` \|[^|]*\|[^→]*→ (\d{3})\b", re.MULTILINE)
 
 
 def _tables() -> dict[tuple[str, str], int]:
