@@ -188,8 +188,13 @@ class RunWorld:
         pending = [str(c.get("call_id")) for c in self.tool_calls(run_id)
                    if c.get("state") == "dispatchable"]
         if snapshot.get("state") != "waiting_tools" or len(pending) != len(arguments):
+            # what the provider saw of the conversation tells a lost or refused model call
+            seen = [(r.id, r.outcome, r.status_code, list(r.faults))
+                    for r in self.provider.records() if r.conversation == agent.script]
             raise NotTestable(f"not testable: the run never waited for its {len(arguments)} "
-                              f"tool call(s): {snapshot}; calls {canonical(pending)[:300]}")
+                              f"tool call(s): {snapshot}; calls {canonical(pending)[:300]}; "
+                              f"the provider's records of its model calls (id, outcome, "
+                              f"status, faults): {seen}")
         return run_id, session, pending
 
     # -- observing -------------------------------------------------------------------------
