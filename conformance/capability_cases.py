@@ -21,10 +21,20 @@ _BOOLEANS = (("enabled",), ("subject", "required"), ("audit", "sensitive"),
              ("execution", "readonly"), ("execution", "idempotent"))
 
 
-def broken_case(declaration: dict[str, Any], pointer: str, what: str) -> dict[str, Any]:
+def broken_case(declaration: dict[str, Any], pointer: str, what: str,
+                requirement: str = "CAP-01") -> dict[str, Any]:
     """A case of a declaration wrong at `pointer` (under the declaration), and how; plain
-    JSON, so a failing case replays from its case file."""
-    return {"declaration": declaration, "pointer": pointer, "what": what}
+    JSON, so a failing case replays from its case file. `requirement` is what accepting it
+    breaks: CAP-01, or CAP-14 where only the profile makes it wrong (a null, `1.0` for an
+    integer, the window syntax, risk levels, unknown members)."""
+    return {"declaration": declaration, "pointer": pointer, "what": what,
+            "requirement": requirement}
+
+
+def _by_profile(wrong: Any) -> str:
+    """CAP-14 for a value only the profile refuses: a null, or an integral float."""
+    profile_only = wrong is None or (isinstance(wrong, float) and wrong.is_integer())
+    return "CAP-14" if profile_only else "CAP-01"
 
 
 def member(pointer: str) -> str:
@@ -107,7 +117,8 @@ def broken(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
                                st.sampled_from(["1", "v1", True, None, [1]]),
                                st.just(1.0) if profile else st.nothing()))
         decl["version"] = wrong
-        return broken_case(decl, "/version", f"version {wrong!r}")
+        return broken_case(decl, "/version", f"version {wrong!r}",
+                           "CAP-14" if isinstance(wrong, float) else "CAP-01")
     if kind == "version missing":
         del decl["version"]
         return broken_case(decl, "/version", "no version")
@@ -122,11 +133,13 @@ def broken(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
         path = draw(st.sampled_from(_BOOLEANS))
         wrong = draw(_not_boolean(profile))
         _put(decl, path, wrong)
-        return broken_case(decl, "/" + "/".join(path), f"{'.'.join(path)} {wrong!r}")
+        return broken_case(decl, "/" + "/".join(path), f"{'.'.join(path)} {wrong!r}",
+                           _by_profile(wrong))
     if kind == "timeout":
         wrong = draw(_not_positive_integer(profile))
         _put(decl, ("execution", "timeout_ms"), wrong)
-        return broken_case(decl, "/execution/timeout_ms", f"execution.timeout_ms {wrong!r}")
+        return broken_case(decl, "/execution/timeout_ms", f"execution.timeout_ms {wrong!r}",
+                           _by_profile(wrong))
     if kind == "not an object":
         member = draw(st.sampled_from(["execution", "subject", "audit"]))
         wrong = draw(st.sampled_from([True, "yes", 1, ["readonly"]]))
@@ -135,17 +148,19 @@ def broken(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
     if kind == "rate count":
         wrong = draw(_not_positive_integer(profile))
         _put(decl, ("execution", "rate_limit"), {"count": wrong, "window": draw(windows())})
-        return broken_case(decl, "/execution/rate_limit/count", f"rate_limit.count {wrong!r}")
+        return broken_case(decl, "/execution/rate_limit/count", f"rate_limit.count {wrong!r}",
+                           _by_profile(wrong))
     if kind == "window":
         wrong = draw(st.sampled_from(["0s", "-1m", "1 minute", "1w", "m", "", "1.5s", 60,
                                       None]))
         _put(decl, ("execution", "rate_limit"), {"count": draw(st.integers(1, 100)),
                                                  "window": wrong})
-        return broken_case(decl, "/execution/rate_limit/window", f"rate_limit.window {wrong!r}")
+        return broken_case(decl, "/execution/rate_limit/window", f"rate_limit.window {wrong!r}",
+                           "CAP-01" if wrong in ("0s", "-1m") else "CAP-14")
     if kind == "risk":
         wrong = draw(st.sampled_from(["severe", "LOW", "", 1, None]))
         decl["risk"] = {"level": wrong}
-        return broken_case(decl, "/risk/level", f"risk.level {wrong!r}")
+        return broken_case(decl, "/risk/level", f"risk.level {wrong!r}", "CAP-14")
     where = draw(st.sampled_from([(), ("execution",), ("subject",)]))
     name = draw(st.sampled_from(["retries", "idempotant", "priority", "cancellable"]))
     if where == ("subject",):
@@ -153,7 +168,8 @@ def broken(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
     elif where:
         decl.setdefault("execution", {})
     _put(decl, (*where, name), draw(st.sampled_from([True, 3, "yes"])))
-    return broken_case(decl, "/" + "/".join((*where, name)), f"unknown member {name!r}")
+    return broken_case(decl, "/" + "/".join((*where, name)), f"unknown member {name!r}",
+                       "CAP-14")
 
 
 def window_ms(window: str) -> int:

@@ -1615,6 +1615,11 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      ("CAP-01",), "capabilities:coerced_booleans"),
     ("capability-errors-pathless", "a broken declaration refused naming neither path nor member",
      ("CAP-01",), "capabilities:pathless_errors"),
+    ("capability-any-scope", "any string is a scope, the empty one included", ("CAP-01",),
+     "capabilities:any_scope"),
+    ("capability-unknown-members-dropped", "members a declaration does not know are dropped "
+     "silently (a misspelt hint vanishes), not refused", ("CAP-14",),
+     "capabilities:unknown_members_dropped"),
     ("capability-disabled-offered", "a tool set names an operation declared enabled: false, and "
      "its tool reaches the model", ("CAP-02",), "capabilities:disabled_offered"),
     ("capability-omitted-enabled", "a declaration without `enabled` taken as enabled (profile: "

@@ -18,6 +18,8 @@ from arck.reference.mutants.base import serve
 
 _BOOLEAN_WORDS = {"true": True, "false": False, 1: True, 0: False}
 _BOOLEAN_KEYS = {"enabled", "readonly", "idempotent", "required", "sensitive"}
+_TOP = {"version", "scope", "enabled", "risk", "subject", "audit", "execution"}
+_EXECUTION = {"readonly", "idempotent", "timeout_ms", "rate_limit"}
 
 
 def _declaration(data: object) -> dict[str, Any] | None:
@@ -58,6 +60,37 @@ class CoercedBooleansEngine(Engine):
                     if key in _BOOLEAN_KEYS and not isinstance(value, bool) and \
                             isinstance(value, str | int) and value in _BOOLEAN_WORDS:
                         place[key] = _BOOLEAN_WORDS[value]
+        return super().validate_binding(data)
+
+
+class AnyScopeEngine(Engine):
+    """Any string is a scope, the empty one included."""
+
+    def validate_binding(self, data: object) -> BindingCreate:
+        decl = _declaration(data)
+        scope = decl.get("scope") if decl is not None else None
+        if decl is not None and isinstance(scope, str):
+            decl["scope"] = "checked-later"
+            made = super().validate_binding(data)
+            if made.capability is not None:
+                made.capability.scope = scope
+            decl["scope"] = scope
+            return made
+        return super().validate_binding(data)
+
+
+class UnknownMembersDroppedEngine(Engine):
+    """Members a declaration does not know are dropped silently, not refused."""
+
+    def validate_binding(self, data: object) -> BindingCreate:
+        decl = _declaration(data)
+        known = {"": _TOP, "execution": _EXECUTION, "subject": {"required"},
+                 "audit": {"sensitive"}, "risk": {"level"}}
+        for where, names in known.items():
+            place = decl if not where else (decl or {}).get(where)
+            if isinstance(place, dict):
+                for key in [k for k in place if k not in names]:
+                    del place[key]
         return super().validate_binding(data)
 
 
@@ -198,3 +231,11 @@ def count_only_rate() -> FastAPI:
 
 def local_retries() -> FastAPI:
     return serve(LocalRetriesEngine())
+
+
+def any_scope() -> FastAPI:
+    return serve(AnyScopeEngine())
+
+
+def unknown_members_dropped() -> FastAPI:
+    return serve(UnknownMembersDroppedEngine())

@@ -77,3 +77,10 @@ def test_core_declarations_use_nothing_the_profile_decides(decl: dict[str, Any])
     assert "risk" not in decl
     assert "rate_limit" not in decl.get("execution", {})
     assert decl["enabled"] is True
+
+
+@given(case=cases.broken(profile=False))
+@settings(max_examples=200, database=None, deadline=None)
+def test_core_broken_cases_are_wrong_by_the_protocol_itself(case: dict[str, Any]) -> None:
+    """A core target is only ever failed on CAP-01's own rules, never on a profile choice."""
+    assert case["requirement"] == "CAP-01", case
