@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 __all__ = ["DEFAULT_WAIT_MS", "KNOWN_VERSION", "CapabilityDeclaration", "CapabilityRateLimit",
-           "ExecutionPolicy", "effective", "refuse_nulls", "window_ms"]
+           "ExecutionPolicy", "NullsRefused", "effective", "refuse_nulls", "window_ms"]
 
 KNOWN_VERSION = 1
 DEFAULT_WAIT_MS = 60_000  # CAP-14: the wait when no timeout is declared
@@ -70,7 +70,16 @@ class CapabilityAudit(BaseModel):
     sensitive: StrictBool
 
 
-class CapabilityDeclaration(BaseModel):
+class NullsRefused(BaseModel):
+    """A body where a null declares nothing: refused where it is (`refuse_nulls`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        return refuse_nulls(data)
+
+
+class CapabilityDeclaration(NullsRefused):
     """One operation's `x-agent-capability`; what was left out stays unset (and is answered
     left out), so a declaration reads back as it was sent."""
 
@@ -82,11 +91,6 @@ class CapabilityDeclaration(BaseModel):
     subject: CapabilitySubject | None = None
     audit: CapabilityAudit | None = None
     execution: CapabilityExecution | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
-        return refuse_nulls(data)
 
     @field_validator("version", mode="before")
     @classmethod

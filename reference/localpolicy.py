@@ -12,30 +12,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictBool, StrictInt
 
 from arck.reference.capability import (
     CapabilityRateLimit,
     ExecutionPolicy,
-    refuse_nulls,
+    NullsRefused,
     window_ms,
 )
 
 __all__ = ["LocalPolicy", "apply", "loosening"]
 
 
-class LocalPolicy(BaseModel):
+class LocalPolicy(NullsRefused):
     """`PUT /v1/bindings/{id}/local-policy`: every member optional; `{}` clears it."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     timeout_ms: StrictInt | None = Field(default=None, gt=0)
     rate_limit: CapabilityRateLimit | None = None
     retries: StrictBool | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
-        return refuse_nulls(data)
 
 
 def loosening(local: LocalPolicy, declared: ExecutionPolicy) -> tuple[str, str] | None:
