@@ -387,7 +387,7 @@ class RunWorld:
 
     def requests(self, agent: Agent) -> list[RecordedRequest]:
         """What the provider received in this agent's conversation, in order."""
-        return [r for r in self.provider.recorded() if r.conversation == agent.script]
+        return self.provider.recorded(agent.script)
 
     def received(self, agent: Agent, run_id: str, calls: int = 1) -> list[RequestRecord]:
         """The provider's records of this agent's conversation once it holds `calls` of

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -282,6 +282,13 @@ _SHAPES = (_string_shape, _array_shape, _object_shape, _pages_shape, _escapes_sh
            _keyed_shape, _text_blocks_shape)
 
 
+@cache
+def _shape_strategies() -> tuple[st.SearchStrategy[Builder], ...]:
+    """Each shape's strategy, built once: hypothesis validates a strategy the first time it
+    is drawn from, and a fresh one per example spent more time in that than in drawing."""
+    return tuple(shape() for shape in _SHAPES)
+
+
 def _fit(build: Builder, target: int) -> Any:
     """The value of exactly ``target`` bytes: n repeats below it, then ASCII padding."""
     s0, s1 = size(build(0, "")), size(build(1, ""))
@@ -304,7 +311,7 @@ def large_results(draw: st.DrawFn, min_bytes: int, max_bytes: int) -> Any:
     if not 2 <= min_bytes <= max_bytes:
         raise ValueError(f"need 2 <= min_bytes <= max_bytes, got {min_bytes}, {max_bytes}")
     target = draw(st.integers(min_bytes, max_bytes))
-    build = draw(draw(st.sampled_from(_SHAPES))())
+    build = draw(draw(st.sampled_from(_shape_strategies())))
     return _fit(build, target)
 
 

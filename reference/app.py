@@ -100,7 +100,11 @@ _HTTP_CODES = {
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {s: {"model": ErrorBody, "description": _ERROR_TEXT[s]} for s in statuses}
+    """Error answers as references to `ErrorBody` (put in the document by `openapi`): given as
+    a `model`, FastAPI would build a pydantic field per status per route, most of the time
+    `create_app` takes, and a restart (RUN-02) builds the app again."""
+    return {s: {"description": _ERROR_TEXT[s], "content": {"application/json": {"schema": {
+        "$ref": "#/components/schemas/ErrorBody"}}}} for s in statuses}
 
 
 def _body(model: type[BaseModel]) -> dict[str, Any]:
@@ -136,7 +140,8 @@ class ReferenceApp(FastAPI):
         )
         schemas: dict[str, Any] = doc.setdefault("components", {}).setdefault("schemas", {})
         _, defs = models_json_schema(
-            [(model, "validation") for model in _REQUEST_MODELS],
+            [(model, "validation") for model in _REQUEST_MODELS]
+            + [(ErrorBody, "serialization")],
             ref_template="#/components/schemas/{model}",
         )
         for name, schema in defs.get("$defs", {}).items():

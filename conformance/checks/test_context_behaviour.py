@@ -102,7 +102,7 @@ def _judge(w: RunWorld, script: str, drift: float) -> None:
     budget = runoracle.effective_budget(None, SMALL.input_capacity, SMALL.total_capacity,
                                         SMALL.output_capacity)
     window = budget + runoracle.SAFETY_MARGIN
-    sent = {r.id: r for r in w.provider.recorded() if r.conversation == script}
+    sent = {r.id: r for r in w.provider.recorded(script)}
     calls = [(r, sent[r.id]) for r in w.provider.records()
              if r.id in sent and r.billed and r.usage is not None]
     if len(calls) < 2:

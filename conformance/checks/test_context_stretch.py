@@ -72,7 +72,7 @@ def _session(w: RunWorld, summary: ChannelSpec, label: str) -> tuple[list[Any], 
     for turn in range(TURNS):
         run_id = str(w.start(session, f"turn {turn}: {TURN}")["run_id"])
         w.settle(run_id)
-        if any(r.conversation == f"model:{channel.spec.model}" for r in w.provider.recorded()):
+        if w.provider.recorded(f"model:{channel.spec.model}"):
             break
     wanted = (agent.script, f"model:{channel.spec.model}")
     return [r for r in w.provider.recorded() if r.conversation in wanted], agent.script, run_id
@@ -237,7 +237,7 @@ def test_a_summary_names_only_what_its_stretch_holds(ctx: CheckContext) -> None:
         text=f"The user answered request {request}; the agent checked pages.")] * 8)
     run_id = str(w.start(session, "The savings account.")["run_id"])
     w.answer_all(run_id, {"status": "ok"}, rounds=NOTED_CALLS + 2)
-    summaries = [r for r in w.provider.recorded() if r.conversation == f"model:{main.spec.model}"]
+    summaries = w.provider.recorded(f"model:{main.spec.model}")
     if not summaries:
         raise NotTestable(f"not testable: no summary was asked in {NOTED_CALLS} long turns: "
                           f"{w.snapshot(run_id)}")

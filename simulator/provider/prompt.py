@@ -26,13 +26,13 @@ def canonical(value: Any) -> str:
 
 
 def _frame(tools: Sequence[Any]) -> Segment:
-    body = tokenizer.tokens(canonical(list(tools))) if tools else []
+    body = tokenizer.tokens(canonical(list(tools))) if tools else ()
     return ("<|request|>", "<|tools|>", *body, "<|messages|>")
 
 
-def _content(content: Any) -> list[str]:
+def _content(content: Any) -> Sequence[str]:
     if content is None:
-        return []
+        return ()
     if isinstance(content, str):
         return tokenizer.tokens(content)
     found: list[str] = []
@@ -44,7 +44,7 @@ def _content(content: Any) -> list[str]:
 
 def _message(message: Mapping[str, Any]) -> Segment:
     rest = {k: v for k, v in message.items() if k not in ("role", "content")}
-    extra = tokenizer.tokens(canonical(rest)) if rest else []
+    extra = tokenizer.tokens(canonical(rest)) if rest else ()
     role = f"<|role:{message['role']}|>"
     return ("<|start|>", role, *_content(message.get("content")), *extra, "<|end|>")
 

@@ -142,9 +142,10 @@ class SimulatedProvider:
     def records(self) -> list[RequestRecord]:
         return self._ledger.all()
 
-    def recorded(self) -> list[RecordedRequest]:
-        """Every request received, in order, bodies byte for byte."""
-        return self._recording.all()
+    def recorded(self, conversation: str | None = None) -> list[RecordedRequest]:
+        """Every request received (or only `conversation`'s), in order, bodies byte for
+        byte."""
+        return self._recording.all(conversation)
 
     def recorded_request(self, request_id: str) -> RecordedRequest | None:
         return self._recording.get(request_id)

@@ -117,10 +117,14 @@ class Recording:
             body = body[: entry.prefix] + entry.middle + body[len(body) - entry.suffix :]
         return body
 
-    def all(self) -> list[RecordedRequest]:
+    def all(self, conversation: str | None = None) -> list[RecordedRequest]:
+        """Every request in order; with `conversation`, only that conversation's (a tagged
+        conversation is a chain of its own, so only its bodies are rebuilt)."""
         bodies: dict[str, bytes] = {}
         found: list[RecordedRequest] = []
         for entry in self._entries:
+            if conversation is not None and entry.conversation != conversation:
+                continue
             before = bodies.get(entry.chain, b"")
             body = before[: entry.prefix] + entry.middle + before[len(before) - entry.suffix :]
             bodies[entry.chain] = body

@@ -46,6 +46,10 @@ def test_bodies_are_rebuilt_byte_for_byte() -> None:
     assert [r.body for r in recorded] == sent
     assert [p.recorded_request(r.id).body for r in recorded] == sent  # type: ignore[union-attr]
     assert [r.conversation for r in recorded[:4]] == ["a", None, "a", None]
+    # one conversation's requests alone: the same records, only its bodies rebuilt
+    assert p.recorded("a") == [r for r in recorded if r.conversation == "a"]
+    assert [r.body for r in p.recorded("a")] == a
+    assert p.recorded("nobody") == []
 
 
 def test_memory_grows_with_what_is_appended_not_with_history_squared() -> None:

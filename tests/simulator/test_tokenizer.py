@@ -12,9 +12,9 @@ WORKED = "Hello, world! 12345 東京 😀"
 
 
 def test_the_documented_example() -> None:
-    assert tokenizer.tokens(WORKED)[:10] == [
+    assert tokenizer.tokens(WORKED)[:10] == (
         "Hell", "o", ",", "worl", "d", "!", "123", "45", "東", "京",
-    ]
+    )
     assert tokenizer.count(WORKED) == 12
     assert len(WORKED) // 4 == 6  # a chars/4 estimate says half as much
 
@@ -71,3 +71,9 @@ def test_a_cut_keeps_the_first_tokens(text: str, limit: int) -> None:
     whole, part = tokenizer.tokens(text), tokenizer.tokens(kept)
     assert part == whole[: len(part)]
     assert min(limit, len(whole)) - 1 <= len(part) <= limit
+
+
+@given(st.text() | st.text(alphabet="abcXYZ0123 \n東한カ😀é\u00a0", max_size=60))
+def test_the_fast_tokens_are_the_walks(text: str) -> None:
+    """`tokens` (one regex pass, cached) must equal the walk `cut` relies on."""
+    assert tokenizer.tokens(text) == tuple(identity for identity, _ in tokenizer._walk(text))
