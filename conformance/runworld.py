@@ -331,20 +331,25 @@ class RunWorld:
 
     def finish(
         self, call_id: str, claim: str, receipt_id: str, result: Any, kind: str = "completed",
+        *, role: str | None = None,
     ) -> Exchange:
-        """The final receipt under `claim` (the check judges its answer)."""
+        """The final receipt under `claim` (the check judges its answer); `role`: an executor
+        known to be online (no time has moved since its heartbeat), or the world's, after a
+        heartbeat."""
         body: dict[str, Any] = {"receipt_id": receipt_id, "claim_id": claim, "kind": kind}
         if kind == "failed":
             body["error"] = result
         elif kind != "cancelled":
             body["result"] = result
-        return self.target.submit_receipt(call_id, body, role=self.executor())
+        return self.target.submit_receipt(call_id, body, role=role or self.executor())
 
     def answer(
         self, call_id: str, result: Any, receipt_id: str, kind: str = "completed",
     ) -> Exchange:
-        """Claim, accept and finish a call as a well-behaved executor: the final's answer."""
-        return self.finish(call_id, self.accept(call_id), receipt_id, result, kind)
+        """Claim, accept and finish a call as a well-behaved executor: the final's answer.
+        One heartbeat: the acceptance was confirmed a moment before, with no time moved."""
+        claim = self.accept(call_id)
+        return self.finish(call_id, claim, receipt_id, result, kind, role=self._executor)
 
     def state(self, run_id: str, session: str, *, only_ended: bool = False) -> str | None:
         """The run's snapshot and its session's two histories as one canonical text (with

@@ -219,6 +219,10 @@ def create_app(
         # credential (docs/profile.md), and those pages load their scripts from a CDN anyway.
         docs_url=None,
         redoc_url=None,
+        # The reference reports to no OpenTelemetry collector; left on, FastAPI's native
+        # telemetry looks the global providers up in the environment on every request.
+        # (Older FastAPI keeps an unknown keyword in `extra` and ignores it.)
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.engine = engine
     bearer: Any = Security(

@@ -37,7 +37,7 @@ class SyncASGITransport(httpx.BaseTransport):
         self._after = after
         self._after_lock: asyncio.Lock | None = None
         self._raise = raise_app_exceptions
-        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+        self._app = app
         self._stack = ExitStack()
         self._portal: BlockingPortal | None = None
 
@@ -46,19 +46,49 @@ class SyncASGITransport(httpx.BaseTransport):
             self._portal = self._stack.enter_context(start_blocking_portal())
         return self._portal
 
-    async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        response = await self._asgi.handle_async_request(request)
-        body = await response.aread()
-        await response.aclose()
+    async def _send(
+        self, scope: dict[str, Any], body: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One exchange with the app, driven directly (as httpx's `ASGITransport` does, less
+        its request and response objects: this is every in-process request's path)."""
+        answered = asyncio.Event()
+        status: int | None = None
+        headers: list[tuple[bytes, bytes]] = []
+        parts: list[bytes] = []
+        asked = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            if asked:
+                await answered.wait()
+                return {"type": "http.disconnect"}
+            asked = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            nonlocal status, headers
+            if message["type"] == "http.response.start":
+                status, headers = message["status"], list(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                if scope["method"] != "HEAD":
+                    parts.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    answered.set()
+
+        try:
+            await self._app(scope, receive, send)
+        except Exception:
+            if self._raise:
+                raise
+            answered.set()
+            if status is None:
+                status, headers = 500, []  # what a server answers for an app that crashed
         await self._idle()
-        return response.status_code, response.headers.raw, body
+        return status if status is not None else 500, headers, b"".join(parts)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        body = request.read()
-        forwarded = httpx.Request(
-            request.method, request.url, headers=request.headers, content=body
-        )
-        status, headers, content = self._portal_started().call(self._send, forwarded)
+        status, headers, content = self._portal_started().call(
+            self._send, _scope(request), request.read())
         return httpx.Response(status, headers=headers, content=content, request=request)
 
     async def _idle(self) -> None:
@@ -74,7 +104,7 @@ class SyncASGITransport(httpx.BaseTransport):
 
     def replace_app(self, app: Any) -> None:
         """Answer from `app` from now on, in the same loop: a restarted service (RUN-02)."""
-        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=self._raise)
+        self._app = app
 
     def hang_up(
         self, request: httpx.Request, enough: Enough, during: Callable[[], object] | None = None
@@ -92,7 +122,7 @@ class SyncASGITransport(httpx.BaseTransport):
         on until the app is idle again. The response holds what was read.
         """
         portal = self._portal_started()
-        listener = _Listener(self._asgi.app, request, request.read(), enough)
+        listener = _Listener(self._app, request, request.read(), enough)
         portal.call(listener.start)
         try:
             if during is not None:
@@ -103,7 +133,7 @@ class SyncASGITransport(httpx.BaseTransport):
 
     async def _stop(self, listener: _Listener) -> httpx.Response:
         try:
-            return await listener.stop(self._asgi.raise_app_exceptions)
+            return await listener.stop(self._raise)
         finally:
             await self._idle()
 
@@ -121,22 +151,26 @@ class SyncASGITransport(httpx.BaseTransport):
         self._portal = None
 
 
+def _scope(request: httpx.Request) -> dict[str, Any]:
+    """The ASGI scope of `request`, as a server on a socket would give it."""
+    url = request.url
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+        "method": request.method,
+        "headers": [(k.lower(), v) for k, v in request.headers.raw],
+        "scheme": url.scheme, "path": url.path, "raw_path": url.raw_path.split(b"?")[0],
+        "query_string": url.query, "server": (url.host, url.port),
+        "client": ("127.0.0.1", 123), "root_path": "",
+    }
+
+
 class _Listener:
     """One request driven on the app by hand, as a client that reads its answer as it comes
     and hangs up once `enough` holds (or when told to stop)."""
 
     def __init__(self, app: Any, request: httpx.Request, body: bytes, enough: Enough) -> None:
         self.app, self.request, self.body, self.enough = app, request, body, enough
-        self.scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": request.method,
-            "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "scheme": request.url.scheme, "path": request.url.path,
-            "raw_path": request.url.raw_path.split(b"?")[0],
-            "query_string": request.url.query,
-            "server": (request.url.host, request.url.port), "client": ("127.0.0.1", 123),
-            "root_path": "",
-        }
+        self.scope = _scope(request)
         self.asked = False
         self.status: int | None = None
         self.headers: list[tuple[bytes, bytes]] = []

@@ -20,13 +20,18 @@ class _Node(dict[Segment, "_Node"]):
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items two sequences share."""
-    size = 0
-    for left, right in zip(a, b, strict=False):
-        if left != right:
-            break
-        size += 1
-    return size
+    """How many leading items two sequences share: a binary search on slices compared in C
+    (a new request is compared with every earlier prompt that shares its prefix)."""
+    same, differ = 0, min(len(a), len(b))  # a[:same] == b[:same]; a[:differ] != b[:differ]?
+    if a[:differ] == b[:differ]:
+        return differ
+    while differ - same > 1:
+        middle = (same + differ) // 2
+        if a[same:middle] == b[same:middle]:
+            same = middle
+        else:
+            differ = middle
+    return same
 
 
 class PromptCache:

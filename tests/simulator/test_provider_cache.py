@@ -7,9 +7,12 @@ import itertools
 from typing import Any
 
 import httpx
+from hypothesis import given
+from hypothesis import strategies as st
 from providerkit import BASE, conversation, provider
 
 from arck.simulator.provider import RateLimited, SimulatedProvider, Step
+from arck.simulator.provider.cache import common_prefix
 
 
 def _usages(p: SimulatedProvider, bodies: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -80,3 +83,10 @@ def test_a_refused_request_is_not_cached() -> None:
     (refused, _), (prompt, cached) = _usages(p, [_body(messages), _body(messages)])
     assert refused == -1
     assert cached == 0 < prompt
+
+
+@given(st.lists(st.sampled_from("ab"), max_size=12), st.lists(st.sampled_from("ab"), max_size=12))
+def test_common_prefix_counts_the_shared_leading_items(a: list[str], b: list[str]) -> None:
+    shared = common_prefix(tuple(a), tuple(b))
+    assert a[:shared] == b[:shared]
+    assert shared == min(len(a), len(b)) or a[shared] != b[shared]

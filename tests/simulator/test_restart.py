@@ -24,9 +24,9 @@ def test_in_process_restart_keeps_what_was_stored_and_takes_a_new_app() -> None:
         wallet_id = created.json()["wallet_id"]
         assert target.deposit(wallet_id, 500).status == 200
         transport = target.client._transport
-        before = transport._asgi.app  # type: ignore[attr-defined]
+        before = transport._app  # type: ignore[attr-defined]
         target.restart()
-        assert transport._asgi.app is not before  # type: ignore[attr-defined]
+        assert transport._app is not before  # type: ignore[attr-defined]
         assert target.get_wallet(wallet_id).json()["balance"] == 500
         again = target.create_wallet({"name": "arck-w2"}).json()["wallet_id"]
         assert again != wallet_id  # ids go on from the store, not from a new memory
@@ -107,9 +107,9 @@ def test_in_process_legacy_restart_meets_an_upgrade_of_the_named_tool_sets() -> 
             ids.append(target.publish_tool_set({"name": "n", "tools": [tool]}).json()[
                 "tool_set_id"])
         transport = target.client._transport
-        before = transport._asgi.app  # type: ignore[attr-defined]
+        before = transport._app  # type: ignore[attr-defined]
         target.legacy_restart([ids[0]], 1000)
-        assert transport._asgi.app is not before  # type: ignore[attr-defined]
+        assert transport._app is not before  # type: ignore[attr-defined]
         budgets = [target.get_tool_set(i).json()["tools"][0]["max_result_context_bytes"]
                    for i in ids]
         assert budgets == [16384, 4096]
