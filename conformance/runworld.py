@@ -319,9 +319,10 @@ class RunWorld:
             raise NotApplicable(f"the target has no executor API (docs/executors.md): "
                                 f"registering an executor answered {registered.describe()}")
 
-    def accept(self, call_id: str) -> str:
-        """Claim a call and have its acceptance confirmed: the claim's id."""
-        role = self.executor()
+    def accept(self, call_id: str, role: str | None = None) -> str:
+        """Claim a call and have its acceptance confirmed: the claim's id. As `role` (an
+        executor the check keeps online), else as the world's executor."""
+        role = role or self.executor()
         target = self.executors()
         claim = self._id(target.claim(call_id, role), "claim_id", f"claim tool call {call_id}")
         body = {"receipt_id": f"arck-accept-{claim}", "claim_id": claim, "kind": "accepted"}
@@ -345,11 +346,13 @@ class RunWorld:
 
     def answer(
         self, call_id: str, result: Any, receipt_id: str, kind: str = "completed",
+        role: str | None = None,
     ) -> Exchange:
-        """Claim, accept and finish a call as a well-behaved executor: the final's answer.
-        One heartbeat: the acceptance was confirmed a moment before, with no time moved."""
-        claim = self.accept(call_id)
-        return self.finish(call_id, claim, receipt_id, result, kind, role=self._executor)
+        """Claim, accept and finish a call as a well-behaved executor (`role`, else the
+        world's): the final's answer. One heartbeat at most: the acceptance was confirmed a
+        moment before, with no time moved."""
+        claim = self.accept(call_id, role)
+        return self.finish(call_id, claim, receipt_id, result, kind, role=role or self._executor)
 
     def state(self, run_id: str, session: str, *, only_ended: bool = False) -> str | None:
         """The run's snapshot and its session's two histories as one canonical text (with

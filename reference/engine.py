@@ -30,7 +30,7 @@ from arck.reference.auth import (
     authenticate,
 )
 from arck.reference.canonical import ResultLimitError, check_limits
-from arck.reference.capability import CapabilityDeclaration, ExecutionPolicy, effective
+from arck.reference.capability import ExecutionPolicy, effective
 from arck.reference.errors import (
     CapabilityDisabled,
     Forbidden,
@@ -41,7 +41,7 @@ from arck.reference.errors import (
     UnknownBinding,
     ValidationFailed,
 )
-from arck.reference.localpolicy import LocalPolicy, apply, loosening
+from arck.reference.localpolicy import LocalPolicy, apply, declaration_of, enforced, loosening
 from arck.reference.models import (
     DEFAULT_CONTEXT_TOKENS,
     MAX_BUDGET,
@@ -229,9 +229,7 @@ class Engine:
         """CAP-04, CAP-09: what the platform enforces for the binding's operation: the
         declaration's policy, tightened by the local one."""
         binding = self.get_binding(principal, binding_id)
-        stored = self.store.local_policy(binding_id)
-        local = LocalPolicy.model_validate(stored) if stored is not None else None
-        return apply(effective(binding_id, _declaration(binding)), local)
+        return enforced(binding, self.store.local_policy(binding_id))
 
     def set_local_policy(
         self, principal: Principal, binding_id: str, data: object
@@ -239,7 +237,7 @@ class Engine:
         """CAP-09: a local policy replaces the last one only when it loosens nothing."""
         binding = self.get_binding(principal, binding_id)
         local = self._validate(LocalPolicy, data)
-        declared = effective(binding_id, _declaration(binding))
+        declared = effective(binding_id, declaration_of(binding))
         found = self.loosens(local, declared)
         if found is not None:
             path, why = found
@@ -272,7 +270,7 @@ class Engine:
         binding = self.store.binding(principal.tenant, binding_id)
         if binding is None:
             raise UnknownBinding(f"{path}: no registered binding {binding_id[:64]!r}", path)
-        if not effective(binding_id, _declaration(binding)).agent_facing:
+        if not effective(binding_id, declaration_of(binding)).agent_facing:
             raise CapabilityDisabled(
                 f"{path}: binding {binding_id!r} declares its operation not enabled for "
                 "agents (capability.enabled is not true): no tool may name it", path)
@@ -414,10 +412,3 @@ class Engine:
 
     def close(self) -> None:
         self.store.close()
-
-
-def _declaration(binding: Binding) -> CapabilityDeclaration | None:
-    """The binding's stored declaration (validated when it was registered)."""
-    if binding.capability is None:
-        return None
-    return CapabilityDeclaration.model_validate(binding.capability)

@@ -15,13 +15,16 @@ from typing import Any
 from pydantic import ConfigDict, Field, StrictBool, StrictInt
 
 from arck.reference.capability import (
+    CapabilityDeclaration,
     CapabilityRateLimit,
     ExecutionPolicy,
     NullsRefused,
+    effective,
     window_ms,
 )
+from arck.reference.models import Binding
 
-__all__ = ["LocalPolicy", "apply", "loosening"]
+__all__ = ["LocalPolicy", "apply", "declaration_of", "enforced", "loosening"]
 
 
 class LocalPolicy(NullsRefused):
@@ -69,3 +72,17 @@ def apply(declared: ExecutionPolicy, local: LocalPolicy | None) -> ExecutionPoli
     if local.retries is False:
         update["retries_allowed"] = False
     return declared.model_copy(update=update)
+
+
+def declaration_of(binding: Binding) -> CapabilityDeclaration | None:
+    """The binding's stored declaration (validated when it was registered)."""
+    if binding.capability is None:
+        return None
+    return CapabilityDeclaration.model_validate(binding.capability)
+
+
+def enforced(binding: Binding, stored_local: dict[str, Any] | None) -> ExecutionPolicy:
+    """CAP-04, CAP-09: the policy enforced for the binding's operation: its declaration's,
+    tightened by the deployment's local policy as stored."""
+    local = LocalPolicy.model_validate(stored_local) if stored_local is not None else None
+    return apply(effective(binding.binding_id, declaration_of(binding)), local)

@@ -1638,6 +1638,17 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      "capabilities:count_only_rate"),
     ("local-retries-without-idempotency", "local policy turns retries on for an operation not "
      "declared idempotent", ("CAP-09",), "capabilities:local_retries"),
+    # pacing
+    ("pacing-ignored", "an operation's declared rate limit is never applied: a burst is "
+     "dispatched whole", ("CAP-08",), "pacing:unpaced"),
+    ("pacing-per-session", "dispatches counted per session, not per operation and tenant: "
+     "each session's burst has a window of its own", ("CAP-08",), "pacing:per_session"),
+    ("pacing-one-too-many", "the window admits count + 1 dispatches", ("CAP-08",),
+     "pacing:one_too_many"),
+    ("pacing-fixed-window", "a fixed window (calendar buckets) instead of the profile's sliding "
+     "one: twice the count at a bucket's edge", ("CAP-14",), "pacing:fixed_window"),
+    ("pacing-window-in-seconds", "a window's number read as seconds whatever its unit: `1m` "
+     "lasts one second", ("CAP-08",), "pacing:window_in_seconds"),
 )
 
 CATALOGUE: dict[str, Mutant] = {

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arck.reference.canonical import canonical_text, utf8_length
+from arck.reference.runtime import pacing
 from arck.reference.runtime.changes import CHANGES
 from arck.reference.store import Store
 
@@ -166,6 +167,7 @@ class RunStore:
         self.store = store
         store.install(SCHEMA)
         store.install(LEASE_SCHEMA)
+        store.install(pacing.SCHEMA)
         if "lease_until" not in {r[1] for r in store.read("PRAGMA table_info(runs)")}:
             store.install("ALTER TABLE runs ADD COLUMN lease_until REAL;")  # an older file
         _add_columns(store)

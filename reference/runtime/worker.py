@@ -23,6 +23,7 @@ from typing import Any
 
 from arck.reference.canonical import canonical_text
 from arck.reference.clock import Clock, woken_or_timeout
+from arck.reference.localpolicy import enforced
 from arck.reference.models import DEFAULT_BUDGET, PublishedTool
 from arck.reference.runtime import (
     billing,
@@ -30,6 +31,7 @@ from arck.reference.runtime import (
     compaction,
     estimate,
     inputs,
+    pacing,
     revocations,
 )
 from arck.reference.runtime.compactor import (
@@ -309,6 +311,7 @@ class Workers:
     refused_tools = staticmethod(revocations.refused)
     price = staticmethod(billing.charge)  # BIL-04/05: a call's charge, rounded up
     refuse_plan = staticmethod(revocations.refuse_plan)  # RUN-14: a plan never dispatchable
+    pace = staticmethod(pacing.admit)  # CAP-08: a dispatch within its operation's rate limit
 
     def _begin(
         self, run_id: str, worker: str, session: SessionRow, reservation: int, raw: int,
@@ -501,6 +504,18 @@ class Workers:
                 event(db, run_id, "tool_call.unknown", at, tool_call_id=str(call.get("id", "")),
                       name=name)
                 continue
+            binding_id = bindings.get(name)
+            waited = self._paced(db, session, binding_id, at, str(call.get("id", "")))
+            if waited is not None:
+                # CAP-08: over its operation's rate limit, never dispatched; the model is
+                # told when the operation has room again, and the run goes on (docs/runs.md).
+                append(db, session.session_id, "execution", {
+                    "role": "tool", "tool_call_id": str(call.get("id", "")),
+                    "content": canonical_text(pacing.rate_limited(name, waited))})
+                answered.append(str(call.get("id", "")))
+                event(db, run_id, "tool_call.paced", at, tool_call_id=str(call.get("id", "")),
+                      name=name, binding_id=binding_id, retry_after_ms=waited)
+                continue
             call_ref = Store.insert(
                 db, "tool_calls", "tc",
                 ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
@@ -521,6 +536,17 @@ class Workers:
                    (run_id,))
         event(db, run_id, "tool_plan.accepted", at, call_ids=ids, **(
             {"answered": answered} if answered else {}))
+
+    def _paced(
+        self, db: Any, session: SessionRow, binding_id: str | None, at: float, tool_call_id: str
+    ) -> int | None:
+        """CAP-08: None when the call may be dispatched now (the dispatch is counted), else
+        the milliseconds until its operation's window has room."""
+        binding = self.store.binding(session.tenant, binding_id) if binding_id else None
+        if binding is None:
+            return None
+        policy = enforced(binding, self.store.local_policy(binding.binding_id))
+        return self.pace(db, session.tenant, policy, at, f"{session.session_id}/{tool_call_id}")
 
     def _budgets(self, session: SessionRow) -> dict[str, int]:
         """Each tool's max_result_context_bytes, from the session's pinned version (DEF-05)."""

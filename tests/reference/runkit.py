@@ -185,14 +185,16 @@ async def version(
     client: httpx.AsyncClient, script: str, *, channel: dict[str, Any] = CHANNEL,
     budget: int | None = 1024, prompt: str = "You help.",
     summary: dict[str, Any] | None = None, context: int | None = None,
+    capability: dict[str, Any] | None = None,
 ) -> str:
     """A new version of AGENT on a new `channel`, answered by the provider's `script`: one
-    tool, lookup, whose results are cut to `budget` bytes in context (None: no tool at all);
-    `summary`, a channel of its own for summaries; `context`, the max_context_tokens the
-    version must have."""
+    tool, lookup, whose results are cut to `budget` bytes in context (None: no tool at all),
+    its binding declaring `capability` if given; `summary`, a channel of its own for
+    summaries; `context`, the max_context_tokens the version must have."""
     tools = []
     if budget is not None:
-        binding = await post(client, "/v1/bindings", {"name": "orders"})
+        binding = await post(client, "/v1/bindings", {"name": "orders", **(
+            {"capability": capability} if capability is not None else {})})
         tools.append({"name": "lookup", "description": "Read an order.",
                       "binding_id": binding["binding_id"], "input_schema": SCHEMA,
                       "output_schema": SCHEMA, "max_result_context_bytes": budget})
@@ -220,12 +222,13 @@ async def session(
     client: httpx.AsyncClient, script: str, *, funds: int = FUNDS, wallet_id: str | None = None,
     wallet_name: str = "w", channel: dict[str, Any] = CHANNEL, budget: int | None = 1024,
     prompt: str = "You help.", summary: dict[str, Any] | None = None,
-    context: int | None = None,
+    context: int | None = None, capability: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A session on a new version (see `version`), paid from `wallet_id`, else from a new
     wallet with `funds`."""
     agent_version = await version(client, script, channel=channel, budget=budget,
-                                  prompt=prompt, summary=summary, context=context)
+                                  prompt=prompt, summary=summary, context=context,
+                                  capability=capability)
     wallet_id = wallet_id or await wallet(client, funds, wallet_name)
     answer: dict[str, Any] = await post(client, "/v1/sessions", {
         "agent_version": agent_version, "wallet_id": wallet_id})

@@ -1,0 +1,107 @@
+"""Mutants of pacing (CAP-08): no pacing, a window counted per session instead of per
+operation × tenant, one dispatch too many, a fixed window, a window read in the wrong unit."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from fastapi import FastAPI
+
+from arck.reference.capability import ExecutionPolicy
+from arck.reference.mutants.base import serve
+from arck.reference.runtime import pacing
+from arck.reference.runtime.worker import Workers
+
+
+def _limited(policy: ExecutionPolicy, count: int | None = None,
+             window: str | None = None) -> ExecutionPolicy:
+    limit = dict(policy.rate_limit or {})
+    limit.update({k: v for k, v in (("count", count), ("window", window)) if v is not None})
+    return policy.model_copy(update={"rate_limit": limit})
+
+
+class _Unpaced(Workers):
+    """The declared rate limit is never applied: every call is dispatched at once."""
+
+    @staticmethod
+    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
+             call_id: str) -> int | None:
+        return None
+
+
+class _PerSession(Workers):
+    """Dispatches are counted per session (each of a tenant's sessions has its own window)."""
+
+    @staticmethod
+    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
+             call_id: str) -> int | None:
+        session = call_id.partition("/")[0]
+        return pacing.admit(db, f"{tenant}/{session}", policy, at, call_id)
+
+
+class _OneTooMany(Workers):
+    """The window admits count + 1 dispatches."""
+
+    @staticmethod
+    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
+             call_id: str) -> int | None:
+        if policy.rate_limit is None:
+            return None
+        return pacing.admit(db, tenant, _limited(policy, int(policy.rate_limit["count"]) + 1),
+                            at, call_id)
+
+
+class _FixedWindow(Workers):
+    """A fixed window (calendar buckets of the window's length) instead of a sliding one:
+    within the core bound, not the profile's."""
+
+    @staticmethod
+    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
+             call_id: str) -> int | None:
+        if policy.rate_limit is None:
+            return None
+        from arck.reference.capability import window_ms
+
+        window = window_ms(str(policy.rate_limit["window"]))
+        now = round(at * 1000)
+        start = now - now % window
+        inside = db.execute("SELECT COUNT(*) FROM dispatches WHERE tenant = ? AND binding_id = ? "
+                            "AND at_ms >= ?", (tenant, policy.binding_id, start)).fetchone()[0]
+        if inside >= int(policy.rate_limit["count"]):
+            return start + window - now
+        db.execute("INSERT INTO dispatches (tenant, binding_id, at_ms, call_id) "
+                   "VALUES (?, ?, ?, ?)", (tenant, policy.binding_id, now, call_id))
+        return None
+
+
+class _WindowInSeconds(Workers):
+    """A window's number read as seconds whatever its unit (`1m` lasts one second)."""
+
+    @staticmethod
+    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
+             call_id: str) -> int | None:
+        if policy.rate_limit is None:
+            return None
+        window = str(policy.rate_limit["window"])
+        number = window.rstrip("smhd")
+        return pacing.admit(db, tenant, _limited(policy, window=f"{number}s"), at, call_id)
+
+
+def unpaced() -> FastAPI:
+    return serve(workers_class=_Unpaced)
+
+
+def per_session() -> FastAPI:
+    return serve(workers_class=_PerSession)
+
+
+def one_too_many() -> FastAPI:
+    return serve(workers_class=_OneTooMany)
+
+
+def fixed_window() -> FastAPI:
+    return serve(workers_class=_FixedWindow)
+
+
+def window_in_seconds() -> FastAPI:
+    return serve(workers_class=_WindowInSeconds)
