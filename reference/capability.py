@@ -23,13 +23,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from arck.reference.canonical import pointer_token
+
 __all__ = ["DEFAULT_WAIT_MS", "KNOWN_VERSION", "CapabilityDeclaration", "CapabilityRateLimit",
            "ExecutionPolicy", "NullsRefused", "effective", "refuse_nulls", "window_ms"]
 
 KNOWN_VERSION = 1
 DEFAULT_WAIT_MS = 60_000  # CAP-14: the wait when no timeout is declared
 # CAP-15: an imported operation's tool is named by its scope, so a scope is a tool name.
-SCOPE_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+SCOPE_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"  # a scope names its tool: a tool name's pattern
 WINDOW_PATTERN = r"^[1-9][0-9]{0,8}(ms|s|m|h|d)$"  # CAP-14: <n>ms|s|m|h|d, n positive
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -117,7 +119,7 @@ def _first_null(value: Any, at: str) -> str | None:
     if not isinstance(value, dict):
         return None
     for key, member in value.items():
-        here = f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+        here = f"{at}/{pointer_token(key)}"
         if member is None:
             return here
         found = _first_null(member, here)

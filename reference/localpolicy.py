@@ -24,7 +24,7 @@ from arck.reference.capability import (
 )
 from arck.reference.models import Binding
 
-__all__ = ["LocalPolicy", "apply", "declaration_of", "enforced", "loosening"]
+__all__ = ["LocalPolicy", "apply", "declaration_of", "enforced", "loosening", "tightened"]
 
 
 class LocalPolicy(NullsRefused):
@@ -84,5 +84,10 @@ def declaration_of(binding: Binding) -> CapabilityDeclaration | None:
 def enforced(binding: Binding, stored_local: dict[str, Any] | None) -> ExecutionPolicy:
     """CAP-04, CAP-09: the policy enforced for the binding's operation: its declaration's,
     tightened by the deployment's local policy as stored."""
+    return tightened(effective(binding.binding_id, declaration_of(binding)), stored_local)
+
+
+def tightened(declared: ExecutionPolicy, stored_local: dict[str, Any] | None) -> ExecutionPolicy:
+    """`declared` (a binding's, which never changes) under the local policy as stored."""
     local = LocalPolicy.model_validate(stored_local) if stored_local is not None else None
-    return apply(effective(binding.binding_id, declaration_of(binding)), local)
+    return apply(declared, local)

@@ -24,7 +24,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from arck.reference.capability import CapabilityDeclaration
+from arck.reference.canonical import pointer_token
+from arck.reference.capability import SCOPE_PATTERN, CapabilityDeclaration
 from arck.reference.errors import ValidationFailed
 
 __all__ = [
@@ -57,7 +58,7 @@ DEFAULT_BUDGET = 16384
 DEFAULT_CONTEXT_TOKENS = 256_000  # RUN-05: the default max_context_tokens of a version
 MIN_BUDGET = 1024
 MAX_BUDGET = 32768
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+TOOL_NAME_PATTERN = SCOPE_PATTERN  # the same names: a declaration's scope is its tool's name
 REMOVED_FIELDS = {
     "max_result_tokens": "the token budget max_result_tokens was removed",
     "max_result_bytes": "the receipt-rejection limit max_result_bytes was removed",
@@ -89,7 +90,7 @@ _STRICT = ConfigDict(strict=True, extra="forbid")
 
 def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
     """An RFC 6901 JSON Pointer from path segments."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return "".join("/" + pointer_token(p) for p in parts)
 
 
 def _check_json_schema(value: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+from arck.reference.canonical import pointer_token
+
 __all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "StrictJSONError", "loads_strict"]
 
 MAX_DEPTH = 512
@@ -74,7 +76,7 @@ def _pointer(path: _Path) -> str:
     tokens: list[str] = []
     while path is not None:
         path, key = path
-        tokens.append("/" + str(key).replace("~", "~0").replace("/", "~1"))
+        tokens.append("/" + pointer_token(key))
     return "".join(reversed(tokens))
 
 

@@ -35,14 +35,15 @@ def admit(
     limit = policy.rate_limit
     if limit is None:
         return None
-    now, window = round(at * 1000), window_ms(str(limit["window"]))
-    inside = db.execute(
+    now, window, count = round(at * 1000), window_ms(str(limit["window"])), int(limit["count"])
+    # The count-th newest dispatch inside the window, read backwards on the index: none, the
+    # window has room; else the room comes once it (the oldest that keeps it full) leaves.
+    full = db.execute(
         "SELECT at_ms FROM dispatches WHERE tenant = ? AND binding_id = ? AND at_ms > ? "
-        "ORDER BY at_ms", (tenant, policy.binding_id, now - window)).fetchall()
-    count = int(limit["count"])
-    if len(inside) >= count:
-        # room once the oldest dispatch that keeps the window full has left it
-        return max(1, int(inside[len(inside) - count][0]) + window - now)
+        "ORDER BY at_ms DESC LIMIT 1 OFFSET ?",
+        (tenant, policy.binding_id, now - window, count - 1)).fetchone()
+    if full is not None:
+        return max(1, int(full[0]) + window - now)
     db.execute("INSERT INTO dispatches (tenant, binding_id, at_ms, call_id) VALUES (?, ?, ?, ?)",
                (tenant, policy.binding_id, now, call_id))
     return None

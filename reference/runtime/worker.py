@@ -22,8 +22,9 @@ from fractions import Fraction
 from typing import Any
 
 from arck.reference.canonical import canonical_text
+from arck.reference.capability import ExecutionPolicy, effective
 from arck.reference.clock import Clock, woken_or_timeout
-from arck.reference.localpolicy import enforced
+from arck.reference.localpolicy import declaration_of, tightened
 from arck.reference.models import DEFAULT_BUDGET, PublishedTool
 from arck.reference.runtime import (
     billing,
@@ -63,6 +64,7 @@ MAX_RETRIES = 3  # per step: at most 4 calls for one request
 RETRY_AFTER_CAP_S = 60.0  # a provider's retry-after is honoured up to this
 FAULT_BACKOFF_S = 0.5  # a worker's first wait after a storage fault (then doubled)
 FAULT_BACKOFF_CAP_S = 15.0
+_DECLARED_KEPT = 4096  # bindings whose declared policy the workers keep (then start over)
 _log = logging.getLogger("arck.reference")
 
 
@@ -93,6 +95,7 @@ class Workers:
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
         self.compactor = self.compactor_class(self, frozenset(_RESERVED))
+        self._declared: dict[str, ExecutionPolicy] = {}  # binding id → its declared policy
         # The requests' serialized messages per session: a cache checked against the store
         # on every use, empty after a restart (prepared.py).
         self.prepared = PreparedMessages(store)
@@ -542,10 +545,17 @@ class Workers:
     ) -> int | None:
         """CAP-08: None when the call may be dispatched now (the dispatch is counted), else
         the milliseconds until its operation's window has room."""
-        binding = self.store.binding(session.tenant, binding_id) if binding_id else None
-        if binding is None:
+        if not binding_id:
             return None
-        policy = enforced(binding, self.store.local_policy(binding.binding_id))
+        declared = self._declared.get(binding_id)
+        if declared is None:  # a binding never changes: its declaration is read once
+            binding = self.store.binding(session.tenant, binding_id)
+            if binding is None:
+                return None
+            if len(self._declared) >= _DECLARED_KEPT:
+                self._declared.clear()
+            declared = self._declared[binding_id] = effective(binding_id, declaration_of(binding))
+        policy = tightened(declared, self.store.local_policy(binding_id))
         return self.pace(db, session.tenant, policy, at, f"{session.session_id}/{tool_call_id}")
 
     def _budgets(self, session: SessionRow) -> dict[str, int]:

@@ -62,6 +62,9 @@ class Tool(_Data):
 class Agent(_Data):
     system_prompt: str = Field(description="sent with ' [arck-script:NAME]' appended")
     tools: list[Tool] = Field(default_factory=list)
+    capability: dict[str, Any] | None = Field(
+        default=None, description="the capability declaration of the tools' one binding "
+        "(docs/capabilities.md); its target must take declarations (CapabilityTarget)")
     max_context_tokens: Annotated[int, Field(ge=1)] | None = None
 
 

@@ -52,7 +52,7 @@ from arck.simulator.scenario.verdict import (
     judge,
     member,
 )
-from arck.simulator.target import Exchange
+from arck.simulator.target import CapabilityTarget, Exchange
 
 __all__ = ["RUNTIME_STEPS", "Outcome", "ScenarioNotApplicable", "run_scenario"]
 
@@ -90,6 +90,9 @@ def applicable(scenario: Scenario, target: Any) -> Control:
     missing = [step for step in steps if not callable(getattr(target, step, None))]
     if missing:
         raise ScenarioNotApplicable(f"target {name} has no runtime steps {', '.join(missing)}")
+    if scenario.agent.capability is not None and not isinstance(target, CapabilityTarget):
+        raise ScenarioNotApplicable(f"agent.capability: target {name} takes no capability "
+                                    "declarations (docs/capabilities.md)")
     for index, action in enumerate(scenario.actions):
         kind = action_kind(action)
         step = TARGET_STEPS.get(kind)
@@ -145,6 +148,15 @@ class _Driver:
             raise _SetupFailed(step, exchange)
         return value
 
+    def _bound(self, name: str) -> Exchange:
+        """The tools' binding, with the agent's capability declaration if it has one."""
+        declared = self.scenario.agent.capability
+        target = self.target
+        if declared is None or not isinstance(target, CapabilityTarget):
+            made: Exchange = target.create_binding(name)  # `applicable` refused the second
+            return made
+        return target.declare_binding(name, declared)
+
     def setup(self) -> None:
         s = self.scenario
         script = seeded.script_name(self.seed, s.name)
@@ -152,8 +164,7 @@ class _Driver:
         self.trace.add("setup", step="provider_script", script=script, steps=len(s.script))
         tools = []
         if s.agent.tools:
-            binding = self._setup("create_binding",
-                                  self.target.create_binding(f"{self.base}-binding"),
+            binding = self._setup("create_binding", self._bound(f"{self.base}-binding"),
                                   "binding_id")
             self.binding = binding
             tools = [{**tool.model_dump(), "binding_id": binding} for tool in s.agent.tools]

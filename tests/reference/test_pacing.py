@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from runkit import App, answer, event_list, of, one_app, run, session, settled
+from runkit import App, World, answer, event_list, of, one_app, run, scenario, session, settled
 
 from arck.simulator.provider import SimulatedProvider, Step, ToolCall
 
@@ -82,3 +82,28 @@ def test_the_window_slides_across_runs_and_opens_exactly_at_its_end(early_ms: in
             assert paced == []
 
     one_app(test)
+
+
+def test_a_restart_keeps_the_window() -> None:
+    """The dispatches are rows of the store: a new app on the same store (a restart) finds
+    the window as full as the old one left it."""
+
+    async def test(world: World) -> None:
+        world.provider.add_script("s", [
+            Step(tool_calls=[ToolCall(name="lookup", arguments={"n": n}) for n in range(2)]),
+            Step(text="Done.")] * 2)
+        async with world.client() as client:
+            first = await session(client, "s", capability=PACED)
+            run_id = (await run(client, first["session_id"]))["run_id"]
+            assert len(await _dispatched((client, world.provider, world.clock,
+                                          world.apps[-1].state.runtime.runs), run_id)) == 2
+        await world.crash()
+        async with world.client() as client:
+            made = await client.post("/v1/sessions", json={
+                "agent_version": first["agent_version"], "wallet_id": first["wallet_id"]})
+            run_id = (await run(client, made.json()["session_id"]))["run_id"]
+            app = (client, world.provider, world.clock, world.apps[-1].state.runtime.runs)
+            assert await _dispatched(app, run_id) == []
+            assert len(of(await event_list(client, run_id), "tool_call.paced")) == 2
+
+    scenario(test)

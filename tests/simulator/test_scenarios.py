@@ -234,6 +234,12 @@ MUTANT_CATCHES = [
      "actions[4].accept.status"),
     ("timeout-then-late-completion-blind-retry-would-refund-twice", "two-claims-win",
      "actions[3].claim.status"),
+    # pacing (reference/mutants/pacing.py)
+    ("a-burst-over-the-rate-limit-is-paced-before-dispatch", "pacing-ignored",
+     "runs.r1.state"),
+    ("a-burst-over-the-rate-limit-is-paced-before-dispatch", "pacing-one-too-many",
+     "runs.r1.tool_call_states"),
+    ("a-second-run-inside-the-window-is-paced-too", "pacing-per-session", "runs.r2.state"),
 ]
 
 
@@ -343,6 +349,19 @@ def test_a_step_the_target_lacks_is_not_applicable(
             run_scenario(scenario, Without(built, *left_out))
         assert built.control is not None
         assert built.control.provider.records() == []  # refused before anything was sent
+        assert built.created == []
+    finally:
+        built.close()
+
+
+def test_a_declaration_the_target_cannot_take_is_not_applicable() -> None:
+    scenario = load_scenario(SCENARIOS_DIR / "a-burst-over-the-rate-limit-is-paced-before-"
+                             "dispatch.yaml")
+    built = build_target("reference")
+    try:
+        with pytest.raises(ScenarioNotApplicable, match=r"agent\.capability: target reference "
+                           "takes no capability declarations"):
+            run_scenario(scenario, Without(built, "declare_binding"))
         assert built.created == []
     finally:
         built.close()
