@@ -4,20 +4,15 @@ operation × tenant, one dispatch too many, a fixed window, a window read in the
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI
 
-from arck.reference.capability import ExecutionPolicy
+from arck.reference.capability import ExecutionPolicy, window_ms
 from arck.reference.mutants.base import serve
 from arck.reference.runtime import pacing
 from arck.reference.runtime.worker import Workers
-
-
-def _limited(policy: ExecutionPolicy, count: int | None = None,
-             window: str | None = None) -> ExecutionPolicy:
-    limit = dict(policy.rate_limit or {})
-    limit.update({k: v for k, v in (("count", count), ("window", window)) if v is not None})
-    return policy.model_copy(update={"rate_limit": limit})
 
 
 class _Unpaced(Workers):
@@ -39,16 +34,25 @@ class _PerSession(Workers):
         return pacing.admit(db, f"{tenant}/{session}", policy, at, call_id)
 
 
-class _OneTooMany(Workers):
-    """The window admits count + 1 dispatches."""
+def _admitting(change: Callable[[dict[str, Any]], dict[str, Any]], doc: str) -> type[Workers]:
+    """Workers whose window is asked with the rate limit as `change` reads it."""
 
-    @staticmethod
     def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
              call_id: str) -> int | None:
         if policy.rate_limit is None:
             return None
-        return pacing.admit(db, tenant, _limited(policy, int(policy.rate_limit["count"]) + 1),
-                            at, call_id)
+        changed = policy.model_copy(update={"rate_limit": change(dict(policy.rate_limit))})
+        return pacing.admit(db, tenant, changed, at, call_id)
+
+    return type("AltWindowWorkers", (Workers,), {"pace": staticmethod(pace), "__doc__": doc})
+
+
+_OneTooMany = _admitting(lambda limit: {**limit, "count": int(limit["count"]) + 1},
+                         "The window admits count + 1 dispatches.")
+# `1m` lasts one second: the number read as seconds whatever its unit
+_WindowInSeconds = _admitting(
+    lambda limit: {**limit, "window": str(limit["window"]).rstrip("smhd") + "s"},
+    "A window's number read as seconds whatever its unit.")
 
 
 class _FixedWindow(Workers):
@@ -60,8 +64,6 @@ class _FixedWindow(Workers):
              call_id: str) -> int | None:
         if policy.rate_limit is None:
             return None
-        from arck.reference.capability import window_ms
-
         window = window_ms(str(policy.rate_limit["window"]))
         now = round(at * 1000)
         start = now - now % window
@@ -69,22 +71,8 @@ class _FixedWindow(Workers):
                             "AND at_ms >= ?", (tenant, policy.binding_id, start)).fetchone()[0]
         if inside >= int(policy.rate_limit["count"]):
             return start + window - now
-        db.execute("INSERT INTO dispatches (tenant, binding_id, at_ms, call_id) "
-                   "VALUES (?, ?, ?, ?)", (tenant, policy.binding_id, now, call_id))
+        pacing.record(db, tenant, policy.binding_id, now, call_id)
         return None
-
-
-class _WindowInSeconds(Workers):
-    """A window's number read as seconds whatever its unit (`1m` lasts one second)."""
-
-    @staticmethod
-    def pace(db: sqlite3.Connection, tenant: str, policy: ExecutionPolicy, at: float,
-             call_id: str) -> int | None:
-        if policy.rate_limit is None:
-            return None
-        window = str(policy.rate_limit["window"])
-        number = window.rstrip("smhd")
-        return pacing.admit(db, tenant, _limited(policy, window=f"{number}s"), at, call_id)
 
 
 def unpaced() -> FastAPI:

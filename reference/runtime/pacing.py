@@ -17,7 +17,7 @@ from typing import Any
 
 from arck.reference.capability import ExecutionPolicy, window_ms
 
-__all__ = ["SCHEMA", "admit", "rate_limited"]
+__all__ = ["SCHEMA", "admit", "rate_limited", "record"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dispatches (
@@ -44,9 +44,15 @@ def admit(
         (tenant, policy.binding_id, now - window, count - 1)).fetchone()
     if full is not None:
         return max(1, int(full[0]) + window - now)
-    db.execute("INSERT INTO dispatches (tenant, binding_id, at_ms, call_id) VALUES (?, ?, ?, ?)",
-               (tenant, policy.binding_id, now, call_id))
+    record(db, tenant, policy.binding_id, now, call_id)
     return None
+
+
+def record(db: sqlite3.Connection, tenant: str, binding_id: str, at_ms: int,
+           call_id: str) -> None:
+    """Count one dispatch of the operation at `at_ms`."""
+    db.execute("INSERT INTO dispatches (tenant, binding_id, at_ms, call_id) VALUES (?, ?, ?, ?)",
+               (tenant, binding_id, at_ms, call_id))
 
 
 def rate_limited(name: str, retry_after_ms: int) -> dict[str, Any]:
