@@ -25,6 +25,7 @@ SUCCESS: dict[tuple[str, str], int] = {
     ("GET", "/v1/bindings/{binding_id}"): 200,
     ("GET", "/v1/bindings/{binding_id}/policy"): 200,
     ("PUT", "/v1/bindings/{binding_id}/local-policy"): 200,
+    ("POST", "/v1/openapi-imports"): 201,
     ("POST", "/v1/tool-sets"): 201,
     ("GET", "/v1/tool-sets/{tool_set_id}"): 200,
     ("POST", "/v1/agents/{agent_id}/versions"): 201,

@@ -52,6 +52,7 @@ from arck.reference.models import (
     ToolSetCreate,
     pointer,
 )
+from arck.reference.openapi_wire import OpenApiImport, OpenApiImportCreate
 from arck.reference.runtime import executor_routes
 from arck.reference.runtime import routes as run_routes
 from arck.reference.runtime.executors import DEV_EXECUTOR_SECRET
@@ -353,6 +354,20 @@ def create_app(
         principal: Principal = deps["publish_tool_set"], body: Any = body_dep
     ) -> JSONResponse:
         return _respond(engine.publish_tool_set(principal, body), 201)
+
+    @app.post(
+        "/v1/openapi-imports",
+        status_code=201,
+        response_model=OpenApiImport,
+        responses=_errors(400, 401, 403, 413, 422),
+        openapi_extra=_body(OpenApiImportCreate),
+        tags=["configuration"],
+    )
+    def import_openapi(
+        principal: Principal = deps["import_openapi"], body: Any = body_dep
+    ) -> JSONResponse:
+        """CAP-15: an OpenAPI document's declared operations as bindings and one tool set."""
+        return _respond(engine.import_openapi(principal, body), 201)
 
     @app.get(
         "/v1/tool-sets/{tool_set_id}",

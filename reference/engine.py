@@ -55,12 +55,15 @@ from arck.reference.models import (
     DryRunRequest,
     DryRunResponse,
     PublishedTool,
+    ToolDefinition,
     ToolSet,
     ToolSetCreate,
     find_removed_field,
     pointer,
     validation_failed,
 )
+from arck.reference.openapi import ImportedOperation, read_operations
+from arck.reference.openapi_wire import OpenApiImport, OpenApiImportCreate, OperationImported
 from arck.reference.projection import Projector
 from arck.reference.runtime.wire import Channel, ChannelCreate
 from arck.reference.store import Store
@@ -96,6 +99,7 @@ class Engine:
         "get_binding_policy": frozenset({CONFIG_READ}),
         "set_local_policy": frozenset({CONFIG_WRITE}),
         "publish_tool_set": frozenset({CONFIG_WRITE}),
+        "import_openapi": frozenset({CONFIG_WRITE}),
         "get_tool_set": frozenset({CONFIG_READ}),
         "publish_version": frozenset({CONFIG_WRITE}),
         "get_version": frozenset({CONFIG_READ}),
@@ -262,6 +266,53 @@ class Engine:
             self.check_binding(principal, tool.binding_id, f"/tools/{i}/binding_id")
         tools = [PublishedTool.model_validate(tool.model_dump()) for tool in request.tools]
         return self.store.add_tool_set(principal.tenant, request.name, tools)
+
+    def import_openapi(self, principal: Principal, data: object) -> OpenApiImport:
+        """CAP-15: a binding and a tool per operation declared `enabled: true`, one tool set
+        of them, all in one commit; every other operation listed with why it is not one."""
+        request = self._validate(OpenApiImportCreate, data)
+        found = self.read_operations(request.document)
+        bindings: list[Binding] = []
+        tools: list[PublishedTool] = []
+        for operation in found:
+            if operation.status != "imported" or operation.declaration is None:
+                continue
+            scope = operation.declaration.scope
+            bindings.append(Binding(binding_id="", name=scope,
+                                    description=operation.description,
+                                    capability=operation.declaration.model_dump(
+                                        exclude_unset=True)))
+            tool = self._validate_at(ToolDefinition, {
+                "name": scope, "description": operation.description, "binding_id": "",
+                "input_schema": operation.input_schema,
+                "output_schema": operation.output_schema}, f"/document{operation.pointer}")
+            tools.append(PublishedTool.model_validate(tool.model_dump()))
+        tool_set = self.store.add_imported(principal.tenant, request.name, bindings, tools)
+        by_scope = {tool.name: tool.binding_id for tool in tool_set.tools}
+        return OpenApiImport(tool_set=tool_set, operations=[
+            OperationImported(
+                pointer=op.pointer, method=op.method, path=op.path,
+                operation_id=op.operation_id, status=op.status,
+                binding_id=by_scope[op.declaration.scope] if op.status == "imported"
+                and op.declaration is not None else None,
+                tool=op.declaration.scope if op.status == "imported"
+                and op.declaration is not None else None)
+            for op in found])
+
+    def read_operations(self, document: dict[str, Any]) -> list[ImportedOperation]:
+        """The document's operations as the importer reads them (a mutant's seam)."""
+        return read_operations(document)
+
+    @staticmethod
+    def _validate_at(model: type[_M], data: object, path: str) -> _M:
+        """`data`, built from what is at `path`, validated; an error names `path`."""
+        try:
+            return model.model_validate(data, strict=True)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False, include_input=False)[0]
+            built = ".".join(str(part) for part in error["loc"])
+            raise ValidationFailed(f"{path}: the tool's {built} built from this operation is "
+                                   f"not valid: {error['msg']}", path) from None
 
     def check_binding(self, principal: Principal, binding_id: str, path: str) -> None:
         """DEF-06: the binding must be registered for the caller's tenant; CAP-02: and its

@@ -244,6 +244,23 @@ class Store:
                                    (binding_id,)).fetchone()
         return json.loads(row[0]) if row is not None else None
 
+    def add_imported(self, tenant: str, name: str, bindings: Sequence[Binding],
+                     tools: Sequence[PublishedTool]) -> ToolSet:
+        """An import's bindings and the tool set whose tools name them, in one commit: the
+        `i`-th tool names the `i`-th binding (its `binding_id` is filled in here)."""
+        with self.transaction() as db:
+            named = []
+            for binding, tool in zip(bindings, tools, strict=True):
+                new_id = self.insert(db, "bindings", "bnd", ("tenant", "name", "description"),
+                                     (tenant, binding.name, binding.description))
+                db.execute("INSERT INTO binding_capabilities (binding_id, declaration) "
+                           "VALUES (?, ?)", (new_id, _dumps(binding.capability)))
+                named.append(tool.model_copy(update={"binding_id": new_id}))
+            text = _dumps([tool.model_dump() for tool in named])
+            set_id = self.insert(db, "tool_sets", "ts", ("tenant", "name", "tools"),
+                                 (tenant, name, text))
+        return ToolSet(tool_set_id=set_id, name=name, tools=named)
+
     def add_tool_set(self, tenant: str, name: str, tools: Sequence[PublishedTool]) -> ToolSet:
         text = _dumps([tool.model_dump() for tool in tools])
         new_id = self._insert("tool_sets", "ts", ("tenant", "name", "tools"), (tenant, name, text))

@@ -159,6 +159,14 @@ class CapabilityTarget(Target, Protocol):
 
 
 @runtime_checkable
+class ImportTarget(CapabilityTarget, Protocol):
+    """A capability target that imports OpenAPI documents (docs/capabilities.md, CAP-15): a
+    binding and a tool per declared operation, answered as `{"tool_set", "operations"}`."""
+
+    def import_openapi(self, name: str, document: Any, role: str = "full") -> Exchange: ...
+
+
+@runtime_checkable
 class RuntimeTarget(Target, Protocol):
     """A target that runs agents (docs/runs.md): the steps checks of runs need.
 
@@ -360,6 +368,9 @@ class HttpTarget:
     def set_local_policy(self, binding_id: str, body: Any, role: str = "full") -> Exchange:
         return self.request("PUT", f"/v1/bindings/{binding_id}/local-policy", json_body=body,
                             role=role)
+
+    def import_openapi(self, name: str, document: Any, role: str = "full") -> Exchange:
+        return self._post("/v1/openapi-imports", {"name": name, "document": document}, role)
 
     def publish_tool_set(self, body: Any, role: str = "full") -> Exchange:
         return self._created(self._post("/v1/tool-sets", body, role), "tool_set_id")

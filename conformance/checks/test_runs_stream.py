@@ -16,6 +16,7 @@ from arck.simulator.target import Exchange, first_event_read
 
 FUNDS = 10**12
 IN_FLIGHT_S = 10.0  # each model answer is this late: well inside the channel's 30 s timeout
+REACH_STEP_S, REACH_STEPS = 0.1, 40  # waiting for a model call to arrive: at most 4 s of it
 ANSWER = "arck scripted answer: the order shipped"
 # Where a run is when its stream is dropped: its first model call in flight, waiting for the
 # tool call that call planned, its second (last) model call in flight.
@@ -120,7 +121,13 @@ def _drop(w: RunWorld, drop: Callable[..., Exchange], run_id: str, phase: str) -
 
 
 def _in_flight(w: RunWorld, agent: Agent, run_id: str, count: int) -> None:
-    """The run's model call number `count` reached the provider and is not answered yet."""
+    """The run's model call number `count` reached the provider and is not answered yet. A
+    service calls its provider a moment after it was asked (on a loaded machine, a while):
+    time moves in short steps meanwhile, up to well inside the answer's delay."""
+    for _ in range(REACH_STEPS):
+        if len(w.requests(agent)) >= count:
+            break
+        w.control.advance(REACH_STEP_S)
     sent = len(w.requests(agent))
     snapshot = w.snapshot(run_id)
     if snapshot.get("state") == "ended" and snapshot.get("end_reason") == "cancelled":

@@ -1649,6 +1649,32 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      "one: twice the count at a bucket's edge", ("CAP-14",), "pacing:fixed_window"),
     ("pacing-window-in-seconds", "a window's number read as seconds whatever its unit: `1m` "
      "lasts one second", ("CAP-08",), "pacing:window_in_seconds"),
+    # the OpenAPI import
+    ("openapi-get-readonly", "an imported GET declared without readonly is taken as "
+     "read-only", ("CAP-03",), "openapi:get_readonly"),
+    ("openapi-writing-methods-not-readonly", "an imported POST, PUT, PATCH or DELETE declared "
+     "readonly: true is taken as writing", ("CAP-03",), "openapi:writing_methods_not_readonly"),
+    ("openapi-idempotent-methods", "an imported PUT or DELETE is taken as idempotent, as HTTP "
+     "calls it, when its declaration says nothing", ("CAP-04",), "openapi:idempotent_methods"),
+    ("openapi-undeclared-imported", "an operation without x-agent-capability is imported as "
+     "a tool", ("CAP-02",), "openapi:undeclared_imported"),
+    ("openapi-disabled-imported", "an operation declared enabled: false is imported as a tool",
+     ("CAP-02",), "openapi:disabled_imported"),
+    ("openapi-refs-kept", "a tool's input schema keeps the document's $refs instead of "
+     "inlining what they name", ("CAP-15",), "openapi:refs_kept"),
+    ("openapi-own-parameters-only", "the path item's parameters are left out of its "
+     "operations' tools", ("CAP-15",), "openapi:own_parameters_only"),
+    ("openapi-path-item-wins", "a path item's parameter wins over the operation's own of the "
+     "same name and location", ("CAP-15",), "openapi:path_item_wins"),
+    ("openapi-body-optional", "a required request body is optional in the tool's input",
+     ("CAP-15",), "openapi:body_optional"),
+    ("openapi-broken-declaration-skipped", "an operation whose declaration is invalid is "
+     "skipped as undeclared instead of refusing the document", ("CAP-01",),
+     "openapi:broken_declaration_skipped"),
+    ("openapi-nowhere-is-anything", "a $ref that names nothing in the document (or another "
+     "document) is read as any value", ("CAP-15",), "openapi:nowhere_is_anything"),
+    ("openapi-loop-is-anything", "a recursive $ref is read as any value where it closes the "
+     "loop instead of refusing the document", ("CAP-15",), "openapi:loop_is_anything"),
 )
 
 CATALOGUE: dict[str, Mutant] = {
