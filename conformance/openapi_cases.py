@@ -9,6 +9,7 @@ operation. So the expected tool is what was drawn, and no resolver of arck's jud
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +25,14 @@ METHODS = ("get", "put", "post", "delete", "patch", "head")
 _NAMES = st.sampled_from(["Order", "line/item", "v~2", "with space", "prix €", "a%b",
                           "x~1y", "Ünïcode", "q?#"])
 _PARAM_NAMES = ("id", "limit", "cursor", "X-Trace", "lang", "after")
+# Built once: a strategy built anew at each draw is validated anew (most of a draw's cost).
+_BOOLEANS = st.booleans()
+_HOPS = st.integers(0, 4)
+_PATHS = st.integers(1, 3)
+_METHODS = st.lists(st.sampled_from(METHODS), min_size=1, max_size=3, unique=True)
+_VERSIONS = st.sampled_from(["3.0.3", "3.1.0"])
+_KINDS = st.sampled_from(["imported", "imported", "imported", "undeclared", "disabled"])
+_OWN = st.lists(st.sampled_from(_PARAM_NAMES[1:]), max_size=2, unique=True)
 
 
 def pointer_token(key: str) -> str:
@@ -67,6 +76,12 @@ def _leaf() -> st.SearchStrategy[dict[str, Any]]:
         st.just({"type": "string", "description": "ünïcödé ✓ 👩‍👩‍👧"}))
 
 
+@functools.cache
+def _declarations(profile: bool, enabled: bool) -> st.SearchStrategy[dict[str, Any]]:
+    return capability_cases.declarations(profile, enabled=enabled)
+
+
+@functools.cache
 def schemas() -> st.SearchStrategy[dict[str, Any]]:
     """Small JSON Schemas: leaves, objects of them, arrays of them, a few levels deep."""
     return st.recursive(_leaf(), lambda inner: st.one_of(
@@ -97,7 +112,7 @@ class _Writer:
         name = self.name(kind, self.draw(_NAMES))
         self.components[kind][name] = value
         ref = ref_to("components", kind, name)
-        if kind == "schemas" and self.draw(st.integers(0, 4)) == 0:
+        if kind == "schemas" and self.draw(_HOPS) == 0:
             hop = self.name(kind, self.draw(_NAMES))
             self.components[kind][hop] = ref
             ref = ref_to("components", kind, hop)
@@ -112,7 +127,7 @@ class _Writer:
             written["items"] = self.schema(schema["items"])
         if isinstance(schema.get("properties"), dict):
             written["properties"] = {k: self.schema(v) for k, v in schema["properties"].items()}
-        if self.draw(st.booleans()):
+        if self.draw(_BOOLEANS):
             return self.put("schemas", written)
         return written
 
@@ -122,9 +137,9 @@ def _parameter(writer: _Writer, name: str, where: str, schema: dict[str, Any],
     parameter: dict[str, Any] = {"name": name, "in": where, "schema": writer.schema(schema)}
     if required or where == "path":
         parameter["required"] = True
-    elif writer.draw(st.booleans()):
+    elif writer.draw(_BOOLEANS):
         parameter["required"] = False
-    if writer.draw(st.booleans()):
+    if writer.draw(_BOOLEANS):
         return writer.put("parameters", parameter)
     return parameter
 
@@ -137,27 +152,26 @@ def import_cases(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
     writer = _Writer(draw)
     paths: dict[str, Any] = {}
     operations: list[Expected] = []
-    for p in range(draw(st.integers(1, 3))):
-        path = f"/r{p}/{{id}}" if draw(st.booleans()) else f"/r{p}"
+    for p in range(draw(_PATHS)):
+        path = f"/r{p}/{{id}}" if draw(_BOOLEANS) else f"/r{p}"
         item: dict[str, Any] = {}
         shared: dict[str, tuple[dict[str, Any], bool]] = {}
         if "{id}" in path:
             shared["id"] = ({"type": "string"}, True)
-        if draw(st.booleans()):
+        if draw(_BOOLEANS):
             shared["limit"] = ({"type": "integer"}, False)
         if shared:
             item["parameters"] = [
                 _parameter(writer, n, "path" if n == "id" else "query", s, r)
                 for n, (s, r) in shared.items()]
-        for method in draw(st.lists(st.sampled_from(METHODS), min_size=1, max_size=3,
-                                    unique=True)):
+        for method in draw(_METHODS):
             operation, expected = _operation(draw, writer, path, method, shared, profile)
             if expected.declaration is not None:  # scopes unique in the document
                 expected.declaration["scope"] = f"arck.import.{len(operations)}"
             operations.append(expected)
             item[method] = operation
         paths[path] = item
-    version = draw(st.sampled_from(["3.0.3", "3.1.0"]))
+    version = draw(_VERSIONS)
     document = {"openapi": version, "info": {"title": "arck import", "version": "1"},
                 "paths": paths}
     if writer.components:
@@ -168,19 +182,18 @@ def import_cases(draw: st.DrawFn, profile: bool) -> dict[str, Any]:
 def _operation(draw: st.DrawFn, writer: _Writer, path: str, method: str,
                shared: dict[str, tuple[dict[str, Any], bool]],
                profile: bool) -> tuple[dict[str, Any], Expected]:
-    kind = draw(st.sampled_from(["imported", "imported", "imported", "undeclared", "disabled"]))
+    kind = draw(_KINDS)
     operation: dict[str, Any] = {"responses": {"default": {"description": "any"}}}
     declaration: dict[str, Any] | None = None
     if kind != "undeclared":
-        declaration = draw(capability_cases.declarations(
-            profile, enabled=kind == "imported"))
+        declaration = draw(_declarations(profile, kind == "imported"))
         operation["x-agent-capability"] = declaration
     expected = Expected(method, path, declaration)
     properties = {name: schema for name, (schema, _) in shared.items()}
     required = {name for name, (_, req) in shared.items() if req}
     own: list[dict[str, Any]] = []
-    for name in draw(st.lists(st.sampled_from(_PARAM_NAMES[1:]), max_size=2, unique=True)):
-        schema, req = draw(schemas()), draw(st.booleans())
+    for name in draw(_OWN):
+        schema, req = draw(schemas()), draw(_BOOLEANS)
         where = "header" if name.startswith("X-") else "query"
         if name == "limit" and "limit" in shared:
             where = "query"  # the operation's own `limit` replaces the path item's
@@ -191,17 +204,17 @@ def _operation(draw: st.DrawFn, writer: _Writer, path: str, method: str,
             required.add(name)
     if own:
         operation["parameters"] = own
-    if draw(st.booleans()):
-        schema, req = draw(schemas()), draw(st.booleans())
+    if draw(_BOOLEANS):
+        schema, req = draw(schemas()), draw(_BOOLEANS)
         body: dict[str, Any] = {"content": {"application/json": {"schema": writer.schema(schema)}}}
-        if req or draw(st.booleans()):
+        if req or draw(_BOOLEANS):
             body["required"] = req
         operation["requestBody"] = writer.put("requestBodies", body) \
-            if draw(st.booleans()) else body
+            if draw(_BOOLEANS) else body
         properties["body"] = schema
         if req:
             required.add("body")
-    if draw(st.booleans()):
+    if draw(_BOOLEANS):
         schema = draw(schemas())
         operation["responses"]["200"] = {
             "description": "ok", "content": {"application/json": {

@@ -132,6 +132,8 @@ class ArckRun:
         self.settings = settings(settings.get_profile(f"arck-{search_profile}"))
         if max_examples is not None:
             self.settings = settings(self.settings, max_examples=max_examples)
+        if searchtime.more_failures_seconds() == 0:  # stop at the first failure, also among
+            self.settings = settings(self.settings, report_multiple_bugs=False)  # examples
         self.shrink = shrink
         if not shrink:  # the first failing input of each kind, as found
             self.settings = settings(self.settings, phases=[

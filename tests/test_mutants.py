@@ -144,14 +144,18 @@ class Runs:
         narrowed = _narrowed(name)
         if narrowed:
             args += ["--checks", ",".join(narrowed)]
-        # First without shrinking: a check stops at its first failing input, unminimised (a
-        # shrinking search starts from that same input and keeps its kind of failure, so a
-        # requirement failed here fails in a default run too). A requirement left unfailed may
-        # be a second distinct failure that only the default search finds: run that.
-        quick = _arck_run(f"mutant:{name}", [*args, "--no-shrink"], report_dir)
-        if quick.catches(mutant.breaks, narrowed):
-            return quick
-        return _arck_run(f"mutant:{name}", args, report_dir.with_name(f"{name}-shrinking"))
+        # First each check stops at its first failure, unminimised (a shrinking search starts
+        # from that same input and keeps its kind of failure, so a requirement failed here
+        # fails in a default run too). A requirement left unfailed may be a second distinct
+        # failure: then the search for more, still unshrunk, then the default run.
+        passes: tuple[list[str], ...] = (
+            ["--no-shrink", "--more-failures-seconds", "0"], ["--no-shrink"], [])
+        for n, extra in enumerate(passes):
+            found = _arck_run(f"mutant:{name}", [*args, *extra],
+                              report_dir.with_name(f"{name}-{n}") if n else report_dir)
+            if found.catches(mutant.breaks, narrowed):
+                break
+        return found
 
     def get(self, name: str) -> Run:
         return self.start(name).result()
