@@ -73,6 +73,8 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     ToolSetCreate,
     AgentVersionCreate,
     DryRunRequest,
+    LocalPolicy,
+    OpenApiImportCreate,
     *run_routes.REQUEST_MODELS,
     *executor_routes.REQUEST_MODELS,
 )

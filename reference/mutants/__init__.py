@@ -1649,6 +1649,13 @@ _ENTRIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      "one: twice the count at a bucket's edge", ("CAP-14",), "pacing:fixed_window"),
     ("pacing-window-in-seconds", "a window's number read as seconds whatever its unit: `1m` "
      "lasts one second", ("CAP-08",), "pacing:window_in_seconds"),
+    # the subject rule
+    ("subject-unchecked", "an operation declaring subject.required is dispatched in a session "
+     "without a trusted subject", ("CAP-10",), "subjects:unchecked"),
+    ("subject-skipped-when-readonly", "an operation declared read-only skips the subject "
+     "check", ("CAP-12",), "subjects:readonly_skips"),
+    ("subject-skipped-at-low-risk", "an operation of risk.level low skips the subject check",
+     ("CAP-12",), "subjects:low_risk_skips"),
     # the OpenAPI import
     ("openapi-get-readonly", "an imported GET declared without readonly is taken as "
      "read-only", ("CAP-03",), "openapi:get_readonly"),

@@ -96,6 +96,7 @@ class SessionRow:
     last: tuple[int, int] | None  # (raw, real prompt_tokens) of the last trusted call
     # Main calls completed since the last summary call (CTX-05); None: no summary yet.
     calls_since_summary: int | None = None
+    subject: str | None = None  # as its creator named it; None: the default (not trusted)
 
 
 def held(db: sqlite3.Connection, run_id: str, worker: str) -> bool:
@@ -198,7 +199,7 @@ class RunStore:
     def session(self, tenant: str, session_id: str) -> SessionRow | None:
         rows = self.store.read(
             "SELECT tenant, agent_id, agent_version, wallet_id, channel_id, tools, exec_count, "
-            "exec_bytes, pending_reserved, last_raw, last_real, calls_since_summary "
+            "exec_bytes, pending_reserved, last_raw, last_real, calls_since_summary, subject "
             "FROM sessions WHERE id = ? AND tenant = ?",
             (session_id, tenant),
         )
@@ -210,6 +211,7 @@ class RunStore:
             session_id=session_id, tenant=r[0], agent_id=r[1], agent_version=r[2],
             wallet_id=r[3], channel_id=r[4], tools=r[5], exec_count=int(r[6]),
             exec_bytes=int(r[7]), pending_reserved=r[8], last=last, calls_since_summary=r[11],
+            subject=r[12],
         )
 
     def history(self, session_id: str, kind: str, generation: int | None = None) -> list[str]:

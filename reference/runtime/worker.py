@@ -34,6 +34,7 @@ from arck.reference.runtime import (
     inputs,
     pacing,
     revocations,
+    subjects,
 )
 from arck.reference.runtime.compactor import (
     REQUEST_TAIL,
@@ -508,7 +509,18 @@ class Workers:
                       name=name)
                 continue
             binding_id = bindings.get(name)
-            waited = self._paced(db, session, binding_id, at, str(call.get("id", "")))
+            policy = self._policy(session, binding_id)
+            if policy is not None and self.refuses_subject(policy, session):
+                # CAP-10: an operation that acts for a subject, in a session naming none the
+                # platform can vouch for: never dispatched, nor counted (docs/capabilities.md).
+                append(db, session.session_id, "execution", {
+                    "role": "tool", "tool_call_id": str(call.get("id", "")),
+                    "content": canonical_text(subjects.subject_required(name))})
+                answered.append(str(call.get("id", "")))
+                event(db, run_id, "tool_call.refused", at, tool_call_id=str(call.get("id", "")),
+                      name=name, binding_id=binding_id, code="subject_required")
+                continue
+            waited = self._paced(db, session, policy, at, str(call.get("id", "")))
             if waited is not None:
                 # CAP-08: over its operation's rate limit, never dispatched; the model is
                 # told when the operation has room again, and the run goes on (docs/runs.md).
@@ -540,22 +552,31 @@ class Workers:
         event(db, run_id, "tool_plan.accepted", at, call_ids=ids, **(
             {"answered": answered} if answered else {}))
 
-    def _paced(
-        self, db: Any, session: SessionRow, binding_id: str | None, at: float, tool_call_id: str
-    ) -> int | None:
-        """CAP-08: None when the call may be dispatched now (the dispatch is counted), else
-        the milliseconds until its operation's window has room."""
+    def refuses_subject(self, policy: ExecutionPolicy, session: SessionRow) -> bool:
+        """CAP-10, CAP-12 (a mutant's seam)."""
+        return subjects.refused(policy, session)
+
+    def _policy(self, session: SessionRow, binding_id: str | None) -> ExecutionPolicy | None:
+        """The policy enforced for a binding's operation: its declaration's (read once: a
+        binding never changes), tightened by the local policy in force."""
         if not binding_id:
             return None
         declared = self._declared.get(binding_id)
-        if declared is None:  # a binding never changes: its declaration is read once
+        if declared is None:
             binding = self.store.binding(session.tenant, binding_id)
             if binding is None:
                 return None
             if len(self._declared) >= _DECLARED_KEPT:
                 self._declared.clear()
             declared = self._declared[binding_id] = effective(binding_id, declaration_of(binding))
-        policy = tightened(declared, self.store.local_policy(binding_id))
+        return tightened(declared, self.store.local_policy(binding_id))
+
+    def _paced(self, db: Any, session: SessionRow, policy: ExecutionPolicy | None, at: float,
+               tool_call_id: str) -> int | None:
+        """CAP-08: None when the call may be dispatched now (the dispatch is counted), else
+        the milliseconds until its operation's window has room."""
+        if policy is None:
+            return None
         return self.pace(db, session.tenant, policy, at, f"{session.session_id}/{tool_call_id}")
 
     def _budgets(self, session: SessionRow) -> dict[str, int]:

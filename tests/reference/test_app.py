@@ -494,6 +494,7 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
         ("GET", "/v1/bindings/{binding_id}"),
         ("GET", "/v1/bindings/{binding_id}/policy"),  # docs/capabilities.md
         ("PUT", "/v1/bindings/{binding_id}/local-policy"),
+        ("POST", "/v1/openapi-imports"),
         ("POST", "/v1/tool-sets"),
         ("GET", "/v1/tool-sets/{tool_set_id}"),
         ("POST", "/v1/agents/{agent_id}/versions"),
@@ -536,7 +537,7 @@ def test_openapi_is_public_and_complete(client: HttpClient) -> None:
             assert ref.rsplit("/", 1)[1] in schemas
             if status.startswith("4"):
                 assert ref.endswith("/ErrorBody")
-        if method == "POST":
+        if method in ("POST", "PUT"):
             ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
             assert ref.rsplit("/", 1)[1] in schemas
     budget = schemas["ToolDefinition"]["properties"]["max_result_context_bytes"]
