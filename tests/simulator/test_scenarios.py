@@ -240,11 +240,14 @@ MUTANT_CATCHES = [
     ("a-burst-over-the-rate-limit-is-paced-before-dispatch", "pacing-one-too-many",
      "runs.r1.tool_call_states"),
     ("a-second-run-inside-the-window-is-paced-too", "pacing-per-session", "runs.r2.state"),
+    ("notifications-across-a-window-edge-share-one-window", "pacing-fixed-window",
+     "runs.r2.tool_call_states"),
     # subjects (reference/mutants/subjects.py)
     ("a-read-only-lookup-for-no-one-named-is-refused-too", "subject-skipped-when-readonly",
      "runs.r1.state"),
     ("a-read-only-lookup-for-no-one-named-is-refused-too", "subject-skipped-at-low-risk",
      "runs.r1.tool_call_states"),
+    ("a-refund-acting-for-no-one-is-never-dispatched", "subject-unchecked", "runs.r1.state"),
 ]
 
 
