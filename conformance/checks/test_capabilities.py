@@ -6,66 +6,18 @@ conservative with no hint read from another. Driven through a target's capabilit
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from hypothesis import strategies as st
 
 from arck.conformance import capability_cases as cases
+from arck.conformance import capability_steps as steps
 from arck.conformance.checking import expect, property_check
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotApplicable, NotTestable
 from arck.conformance.judge import answer, names, refused
 from arck.conformance.runworld import world
 from arck.simulator.provider import Step
-from arck.simulator.target import CapabilityTarget, Exchange
-
-_ABSENT = ("not applicable: the target takes no capability declarations on its bindings "
-           "(docs/capabilities.md)")
-
-
-def _target(ctx: CheckContext) -> CapabilityTarget:
-    if not isinstance(ctx.target, CapabilityTarget):
-        raise NotApplicable(_ABSENT + ": it has no declare_binding step")
-    return ctx.target
-
-
-def _declare(ctx: CheckContext, decl: Any) -> Exchange:
-    return _target(ctx).declare_binding(ctx.name("operation"), decl)
-
-
-def _scope(ctx: CheckContext, what: str) -> str:
-    """A scope of the plainest form (`op.<letters, digits, _>`), unique to this run."""
-    return "op." + re.sub(r"[^a-z0-9_]", "_", ctx.name(what).lower())
-
-
-def _supported(ctx: CheckContext) -> None:
-    """"Not applicable" unless the target takes a plain valid declaration."""
-    _kept(ctx, _declare(ctx, {"version": 1, "enabled": True, "scope": _scope(ctx, "probe")}))
-
-
-def _kept(ctx: CheckContext, exchange: Exchange, judged: bool = True) -> dict[str, Any]:
-    """A valid declaration's binding; "not applicable" when the target shows it does not
-    take declarations at all (it refuses the member itself, or answers without it). A
-    refusal fails CAP-01 where the check `judged` it, else the check could not set up."""
-    data = exchange.json_or_none()
-    if refused(exchange) and _error_path(exchange) == "/capability":
-        raise NotApplicable(_ABSENT + f": {exchange.describe()[:300]}")
-    if not judged and not 200 <= exchange.status < 300:
-        raise NotTestable(f"setup could not register a valid declaration (CAP-01 judges "
-                          f"that): {exchange.describe()}", exchange=exchange)
-    expect(200 <= exchange.status < 300, "CAP-01", "a valid declaration accepted",
-           exchange.describe)
-    if not isinstance(data, dict) or "capability" not in data:
-        raise NotApplicable(_ABSENT + f": its binding answers no `capability`: "
-                                      f"{exchange.describe()[:300]}")
-    return data
-
-
-def _error_path(exchange: Exchange) -> Any:
-    data = exchange.json_or_none()
-    error = data.get("error") if isinstance(data, dict) else None
-    return error.get("path") if isinstance(error, dict) else None
 
 
 def _valid_or_broken(ctx: CheckContext) -> st.SearchStrategy[Any]:
@@ -95,20 +47,20 @@ def test_declarations_are_validated(ctx: CheckContext, case: Any) -> None:
     profile: 422 whose `error.path` is the member's JSON Pointer under `/capability`)."""
     decl, pointer = case["declaration"], case.get("pointer")
     if pointer is None:
-        made = _kept(ctx, _declare(ctx, decl))
+        made = steps.kept(ctx, steps.declare(ctx, decl))
         if ctx.profile == "reference":
             expect(made.get("capability") == decl, "CAP-14", "profile: the declaration "
                    "answered as sent", lambda: json.dumps(made.get("capability"))[:400])
             binding_id = made.get("binding_id")
-            read = _target(ctx).get_binding(str(binding_id))
+            read = steps.target(ctx).get_binding(str(binding_id))
             expect(answer(read, "CAP-14").get("capability") == decl, "CAP-14",
                    "profile: the declaration read back as sent", read.describe)
         return
     rid = case.get("requirement", "CAP-01")
     if rid == "CAP-14" and ctx.profile != "reference":
         return  # only the profile makes this declaration wrong
-    _supported(ctx)
-    exchange = _declare(ctx, decl)
+    steps.supported(ctx)
+    exchange = steps.declare(ctx, decl)
     what, name = case["what"], cases.member(pointer)
     level = "profile: " if rid == "CAP-14" else ""
     expect(refused(exchange), rid, f"{level}a declaration with {what} refused (4xx)",
@@ -117,7 +69,7 @@ def test_declarations_are_validated(ctx: CheckContext, case: Any) -> None:
            f"{level}the refusal of a declaration with {what} naming {name!r}",
            exchange.describe)
     if ctx.profile == "reference":
-        expect(exchange.status == 422 and _error_path(exchange) == "/capability" + pointer,
+        expect(exchange.status == 422 and steps.error_path(exchange) == "/capability" + pointer,
                "CAP-14", f"profile: 422 with error.path /capability{pointer}",
                exchange.describe)
 
@@ -128,10 +80,10 @@ def test_declarations_are_validated(ctx: CheckContext, case: Any) -> None:
 def test_an_unknown_version_is_refused_not_guessed(ctx: CheckContext, case: Any) -> None:
     """A declaration of a version the runtime does not know is refused, however well it
     would read as version 1: the same declaration as version 1 is accepted."""
-    valid = {"version": 1, "enabled": True, "scope": _scope(ctx, "versioned"),
+    valid = {"version": 1, "enabled": True, "scope": steps.scope(ctx, "versioned"),
              "execution": {"readonly": True, "idempotent": True, "timeout_ms": 5000}}
-    _kept(ctx, _declare(ctx, valid))
-    exchange = _declare(ctx, {**valid, "version": case})
+    steps.kept(ctx, steps.declare(ctx, valid))
+    exchange = steps.declare(ctx, {**valid, "version": case})
     expect(refused(exchange) and names(exchange, "version"), "CAP-01",
            f"version {case} refused, naming version", exchange.describe)
 
@@ -146,18 +98,18 @@ def test_an_operation_not_enabled_never_reaches_a_model(ctx: CheckContext, case:
     how, disabled_first = case
     if how == "left out" and ctx.profile != "reference":
         return  # an omitted `enabled` is the profile's decision
-    enabled = _kept(ctx, _declare(ctx, {"version": 1, "enabled": True,
-                                        "scope": _scope(ctx, "on")}), judged=False)
-    decl: dict[str, Any] = {"version": 1, "scope": _scope(ctx, "off")}
+    enabled = steps.kept(ctx, steps.declare(ctx, {"version": 1, "enabled": True,
+                                        "scope": steps.scope(ctx, "on")}), judged=False)
+    decl: dict[str, Any] = {"version": 1, "scope": steps.scope(ctx, "off")}
     if how == "false":
         decl["enabled"] = False
-    off = _kept(ctx, _declare(ctx, decl), judged=False)
+    off = steps.kept(ctx, steps.declare(ctx, decl), judged=False)
     tools = [{**ctx.tool(None), "name": "enabled_op", "binding_id": enabled["binding_id"]},
              {**ctx.tool(None), "name": "disabled_op", "binding_id": off["binding_id"]}]
     if disabled_first:
         tools.reverse()
     at = tools.index(next(t for t in tools if t["name"] == "disabled_op"))
-    published = _target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": tools})
+    published = steps.target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": tools})
     if refused(published):
         if ctx.profile == "reference":
             data = published.json_or_none() or {}
@@ -206,9 +158,9 @@ def test_the_effective_policy_is_conservative(ctx: CheckContext, case: Any) -> N
     derived from another (`readonly: true` says nothing of idempotency, nor the reverse)."""
     if ctx.profile != "reference":
         raise NotApplicable("the policy step is the reference profile's (CAP-14)")
-    made = _kept(ctx, _declare(ctx, case), judged=False)
-    policy = _target(ctx).binding_policy(str(made.get("binding_id")))
-    if policy.status in (404, 405) and _error_path(policy) in (None, ""):
+    made = steps.kept(ctx, steps.declare(ctx, case), judged=False)
+    policy = steps.target(ctx).binding_policy(str(made.get("binding_id")))
+    if policy.status in (404, 405) and steps.error_path(policy) in (None, ""):
         raise NotApplicable(f"the target has no policy step: {policy.describe()[:200]}")
     data = answer(policy, "CAP-04")
     expected = cases.expected_policy(case)
@@ -241,14 +193,14 @@ def test_local_policy_only_tightens(ctx: CheckContext, case: Any) -> None:
     if ctx.profile != "reference":
         raise NotApplicable("the local-policy step is the reference profile's (CAP-14)")
     decl, local, loosens = case["declaration"], case["local"], case["loosens"]
-    made = _kept(ctx, _declare(ctx, decl), judged=False)
+    made = steps.kept(ctx, steps.declare(ctx, decl), judged=False)
     binding_id = str(made.get("binding_id"))
-    target = _target(ctx)
+    target = steps.target(ctx)
     before = answer(target.binding_policy(binding_id), "CAP-09")
     exchange = target.set_local_policy(binding_id, local)
     shown = f"the local policy {json.dumps(local)} for {json.dumps(decl)[:300]}"
     if loosens:
-        expect(exchange.status == 422 and _error_path(exchange) in loosens, "CAP-09",
+        expect(exchange.status == 422 and steps.error_path(exchange) in loosens, "CAP-09",
                f"{shown} refused with 422 naming one of {loosens}", exchange.describe)
         after = answer(target.binding_policy(binding_id), "CAP-09")
         expect(after == before, "CAP-09", f"{shown}, refused, changed nothing",

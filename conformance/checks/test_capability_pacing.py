@@ -9,9 +9,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from arck.conformance import capability_steps as steps
 from arck.conformance import pacing_oracle as oracle
 from arck.conformance.checking import expect, property_check
-from arck.conformance.checks.test_capabilities import _declare, _kept, _scope, _target
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
 from arck.conformance.judge import answer
@@ -45,16 +45,16 @@ def test_dispatches_are_paced(ctx: CheckContext, case: Any) -> None:
     window = WINDOWS[window_name]
     w = world(ctx)
     needs_virtual_time(w, "pacing across windows of up to a minute")
-    binding = _kept(ctx, _declare(ctx, {
-        "version": 1, "enabled": True, "scope": _scope(ctx, "paced"),
+    binding = steps.kept(ctx, steps.declare(ctx, {
+        "version": 1, "enabled": True, "scope": steps.scope(ctx, "paced"),
         "execution": {"rate_limit": {"count": count, "window": window_name}}}), judged=False)
     tool = {**ctx.tool(None), "name": "paced_op", "binding_id": binding["binding_id"]}
-    published = _target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": [tool]})
-    steps: list[Step] = []
+    published = steps.target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": [tool]})
+    script: list[Step] = []
     for calls, _gap in bursts:
-        steps += [Step(tool_calls=[ToolCall(name="paced_op", arguments={"n": n})
+        script += [Step(tool_calls=[ToolCall(name="paced_op", arguments={"n": n})
                                    for n in range(calls)]), Step(text="done")]
-    agent = w.agent_on(str(answer(published, "CAP-08").get("tool_set_id")), steps)
+    agent = w.agent_on(str(answer(published, "CAP-08").get("tool_set_id")), script)
     wallet = w.wallet(10**12)
     role = w.register_executor(bindings=[str(binding["binding_id"])])
     dispatched: list[int] = []  # ms on the target's clock when each call was claimable

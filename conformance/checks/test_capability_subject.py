@@ -16,8 +16,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from arck.conformance import capability_steps as steps
 from arck.conformance.checking import expect, property_check
-from arck.conformance.checks.test_capabilities import _declare, _kept, _scope, _target
 from arck.conformance.context import CheckContext
 from arck.conformance.errors import NotTestable
 from arck.conformance.judge import answer
@@ -43,7 +43,7 @@ def _cases(ctx: CheckContext) -> st.SearchStrategy[Any]:
 
 def _declaration(ctx: CheckContext, name: str, case: dict[str, Any], i: int) -> dict[str, Any]:
     execution: dict[str, Any] = {}
-    declaration: dict[str, Any] = {"version": 1, "enabled": True, "scope": _scope(ctx, name)}
+    declaration: dict[str, Any] = {"version": 1, "enabled": True, "scope": steps.scope(ctx, name)}
     if name == REQUIRED[0]:
         declaration |= {"subject": {"required": True}, "risk": {"level": "low"}}
         execution["readonly"] = True
@@ -75,9 +75,10 @@ def test_a_call_without_a_trusted_subject_is_never_dispatched(
     w = world(ctx)
     tools = []
     for i, name in enumerate((*REQUIRED, OPEN)):
-        binding = _kept(ctx, _declare(ctx, _declaration(ctx, name, case, i)), judged=False)
+        declared = steps.declare(ctx, _declaration(ctx, name, case, i))
+        binding = steps.kept(ctx, declared, judged=False)
         tools.append({**ctx.tool(None), "name": name, "binding_id": binding["binding_id"]})
-    published = _target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": tools})
+    published = steps.target(ctx).publish_tool_set({"name": ctx.name("tools"), "tools": tools})
     agent = w.agent_on(str(answer(published, "CAP-10").get("tool_set_id")), [
         Step(tool_calls=[ToolCall(name=name, arguments={"order": i})
                          for i, name in enumerate((*REQUIRED, OPEN))]),
