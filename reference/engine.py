@@ -288,16 +288,16 @@ class Engine:
                 "output_schema": operation.output_schema}, f"/document{operation.pointer}")
             tools.append(PublishedTool.model_validate(tool.model_dump()))
         tool_set = self.store.add_imported(principal.tenant, request.name, bindings, tools)
-        by_scope = {tool.name: tool.binding_id for tool in tool_set.tools}
-        return OpenApiImport(tool_set=tool_set, operations=[
-            OperationImported(
-                pointer=op.pointer, method=op.method, path=op.path,
-                operation_id=op.operation_id, status=op.status,
-                binding_id=by_scope[op.declaration.scope] if op.status == "imported"
-                and op.declaration is not None else None,
-                tool=op.declaration.scope if op.status == "imported"
-                and op.declaration is not None else None)
-            for op in found])
+        by_tool = {tool.name: tool.binding_id for tool in tool_set.tools}
+        listed = []
+        for op in found:
+            tool_name = op.declaration.scope if op.status == "imported" and op.declaration \
+                else None
+            listed.append(OperationImported(
+                pointer=op.pointer, method=op.method, path=op.path, operation_id=op.operation_id,
+                status=op.status, binding_id=by_tool[tool_name] if tool_name else None,
+                tool=tool_name))
+        return OpenApiImport(tool_set=tool_set, operations=listed)
 
     def read_operations(self, document: dict[str, Any]) -> list[ImportedOperation]:
         """The document's operations as the importer reads them (a mutant's seam)."""

@@ -58,6 +58,11 @@ class ImportedOperation:
     output_schema: dict[str, Any] | None
 
 
+def _is_json(media_type: str) -> bool:
+    """`application/json` or `application/*+json`, parameters and case aside."""
+    return _JSON_MEDIA.match(media_type.split(";")[0].strip().lower()) is not None
+
+
 def _refused(at: str, why: str) -> ValidationFailed:
     path = "/document" + at
     return ValidationFailed(f"{path}: {why}", path)
@@ -219,7 +224,7 @@ class Reader:
         if not isinstance(content, dict):
             raise _refused(at, "must be a JSON object of media types")
         for media_type, media in content.items():
-            if _JSON_MEDIA.match(media_type.split(";")[0].strip().lower()):
+            if _is_json(media_type):
                 m_at = f"{at}/{pointer_token(media_type)}"
                 if not isinstance(media, dict):
                     raise _refused(m_at, "a media type must be a JSON object")
@@ -234,11 +239,10 @@ class Reader:
             raise _refused(at + "/responses", "must be a JSON object")
         for code in sorted(c for c in responses if re.fullmatch(r"2[0-9X]{2}", str(c))):
             answer, a_at = self.follow(responses[code], f"{at}/responses/{pointer_token(code)}")
-            if isinstance(answer, dict) and isinstance(answer.get("content"), dict):
-                for media_type in answer["content"]:
-                    if _JSON_MEDIA.match(media_type.split(";")[0].strip().lower()):
-                        schema = self.media_schema(answer["content"], a_at + "/content")
-                        return schema if isinstance(schema, dict) else {}
+            content = answer.get("content") if isinstance(answer, dict) else None
+            if isinstance(content, dict) and any(map(_is_json, content)):
+                schema = self.media_schema(content, a_at + "/content")
+                return schema if isinstance(schema, dict) else {}
         return {}
 
     def inline(self, value: Any, at: str, stack: tuple[str, ...]) -> Any:

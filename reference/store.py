@@ -212,13 +212,18 @@ class Store:
                     capability: dict[str, Any] | None = None) -> Binding:
         """A binding, with its capability declaration (kept as sent) in the same commit."""
         with self.transaction() as db:
-            new_id = self.insert(db, "bindings", "bnd", ("tenant", "name", "description"),
-                                 (tenant, name, description))
-            if capability is not None:
-                db.execute("INSERT INTO binding_capabilities (binding_id, declaration) "
-                           "VALUES (?, ?)", (new_id, _dumps(capability)))
+            new_id = self._insert_binding(db, tenant, name, description, capability)
         return Binding(binding_id=new_id, name=name, description=description,
                        capability=capability)
+
+    def _insert_binding(self, db: sqlite3.Connection, tenant: str, name: str,
+                        description: str, capability: dict[str, Any] | None) -> str:
+        new_id = self.insert(db, "bindings", "bnd", ("tenant", "name", "description"),
+                             (tenant, name, description))
+        if capability is not None:
+            db.execute("INSERT INTO binding_capabilities (binding_id, declaration) "
+                       "VALUES (?, ?)", (new_id, _dumps(capability)))
+        return new_id
 
     def binding(self, tenant: str, binding_id: str) -> Binding | None:
         with self._lock:
@@ -249,21 +254,20 @@ class Store:
         """An import's bindings and the tool set whose tools name them, in one commit: the
         `i`-th tool names the `i`-th binding (its `binding_id` is filled in here)."""
         with self.transaction() as db:
-            named = []
-            for binding, tool in zip(bindings, tools, strict=True):
-                new_id = self.insert(db, "bindings", "bnd", ("tenant", "name", "description"),
-                                     (tenant, binding.name, binding.description))
-                db.execute("INSERT INTO binding_capabilities (binding_id, declaration) "
-                           "VALUES (?, ?)", (new_id, _dumps(binding.capability)))
-                named.append(tool.model_copy(update={"binding_id": new_id}))
-            text = _dumps([tool.model_dump() for tool in named])
-            set_id = self.insert(db, "tool_sets", "ts", ("tenant", "name", "tools"),
-                                 (tenant, name, text))
-        return ToolSet(tool_set_id=set_id, name=name, tools=named)
+            named = [tool.model_copy(update={"binding_id": self._insert_binding(
+                db, tenant, binding.name, binding.description, binding.capability)})
+                for binding, tool in zip(bindings, tools, strict=True)]
+            return self._insert_tool_set(db, tenant, name, named)
 
     def add_tool_set(self, tenant: str, name: str, tools: Sequence[PublishedTool]) -> ToolSet:
+        with self.transaction() as db:
+            return self._insert_tool_set(db, tenant, name, tools)
+
+    def _insert_tool_set(self, db: sqlite3.Connection, tenant: str, name: str,
+                         tools: Sequence[PublishedTool]) -> ToolSet:
         text = _dumps([tool.model_dump() for tool in tools])
-        new_id = self._insert("tool_sets", "ts", ("tenant", "name", "tools"), (tenant, name, text))
+        new_id = self.insert(db, "tool_sets", "ts", ("tenant", "name", "tools"),
+                             (tenant, name, text))
         return ToolSet(tool_set_id=new_id, name=name, tools=list(tools))
 
     def tool_set(self, tenant: str, tool_set_id: str) -> ToolSet | None:

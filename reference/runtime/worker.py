@@ -487,55 +487,43 @@ class Workers:
             function = call.get("function", {})
             name = str(function.get("name", ""))
             arguments = str(function.get("arguments", ""))
+            tool_call_id = str(call.get("id", ""))
+            here = (db, session.session_id, run_id, at, tool_call_id)
             if name == chathistory.NAME:
                 # RUN-10: answered by the engine itself, no executor, no receipt.
                 result = self.chat_history(db, session.session_id, arguments)
-                append(db, session.session_id, "execution", {
-                    "role": "tool", "tool_call_id": str(call.get("id", "")),
-                    "content": canonical_text(result)})
-                answered.append(str(call.get("id", "")))
-                event(db, run_id, "chat_history.answered", at,
-                      tool_call_id=str(call.get("id", "")),
-                      messages=len(result.get("messages", [])), error=result.get("error"))
+                answered.append(_answered_here(*here, result, "chat_history.answered",
+                                               messages=len(result.get("messages", [])),
+                                               error=result.get("error")))
                 continue
             if name not in bindings:
                 # Outside the version's tool set: nothing may run it, so it is never stored as
                 # dispatchable; the model is told, and the run goes on (docs/runs.md).
-                append(db, session.session_id, "execution", {
-                    "role": "tool", "tool_call_id": str(call.get("id", "")),
-                    "content": canonical_text(unknown_tool(name))})
-                answered.append(str(call.get("id", "")))
-                event(db, run_id, "tool_call.unknown", at, tool_call_id=str(call.get("id", "")),
-                      name=name)
+                answered.append(_answered_here(*here, unknown_tool(name), "tool_call.unknown",
+                                               name=name))
                 continue
             binding_id = bindings.get(name)
             policy = self._policy(session, binding_id)
             if policy is not None and self.refuses_subject(policy, session):
                 # CAP-10: an operation that acts for a subject, in a session naming none the
                 # platform can vouch for: never dispatched, nor counted (docs/capabilities.md).
-                append(db, session.session_id, "execution", {
-                    "role": "tool", "tool_call_id": str(call.get("id", "")),
-                    "content": canonical_text(subjects.subject_required(name))})
-                answered.append(str(call.get("id", "")))
-                event(db, run_id, "tool_call.refused", at, tool_call_id=str(call.get("id", "")),
-                      name=name, binding_id=binding_id, code="subject_required")
+                answered.append(_answered_here(
+                    *here, subjects.subject_required(name), "tool_call.refused", name=name,
+                    binding_id=binding_id, code="subject_required"))
                 continue
-            waited = self._paced(db, session, policy, at, str(call.get("id", "")))
+            waited = self._paced(db, session, policy, at, tool_call_id)
             if waited is not None:
                 # CAP-08: over its operation's rate limit, never dispatched; the model is
                 # told when the operation has room again, and the run goes on (docs/runs.md).
-                append(db, session.session_id, "execution", {
-                    "role": "tool", "tool_call_id": str(call.get("id", "")),
-                    "content": canonical_text(pacing.rate_limited(name, waited))})
-                answered.append(str(call.get("id", "")))
-                event(db, run_id, "tool_call.paced", at, tool_call_id=str(call.get("id", "")),
-                      name=name, binding_id=binding_id, retry_after_ms=waited)
+                answered.append(_answered_here(
+                    *here, pacing.rate_limited(name, waited), "tool_call.paced", name=name,
+                    binding_id=binding_id, retry_after_ms=waited))
                 continue
             call_ref = Store.insert(
                 db, "tool_calls", "tc",
                 ("run_id", "model_call_id", "tool_call_id", "name", "arguments", "budget",
                  "state", "binding_id"),
-                (run_id, call_id, str(call.get("id", "")), name, arguments,
+                (run_id, call_id, tool_call_id, name, arguments,
                  budgets.get(name, DEFAULT_BUDGET), "dispatchable", bindings.get(name)),
             )
             ids.append(call_ref)
@@ -593,6 +581,16 @@ class Workers:
         tool_set = self.store.tool_set(session.tenant, version.tool_set_id)
         assert tool_set is not None
         return list(tool_set.tools)
+
+
+def _answered_here(db: Any, session_id: str, run_id: str, at: float, tool_call_id: str,
+                   content: dict[str, Any], kind: str, **data: Any) -> str:
+    """A call the engine answers itself, never stored as a tool call: the model reads
+    `content` as its result, and event `kind` says so. The call's id."""
+    append(db, session_id, "execution", {
+        "role": "tool", "tool_call_id": tool_call_id, "content": canonical_text(content)})
+    event(db, run_id, kind, at, tool_call_id=tool_call_id, **data)
+    return tool_call_id
 
 
 def unknown_tool(name: str) -> dict[str, Any]:
